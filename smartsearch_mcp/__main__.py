@@ -1,0 +1,7 @@
+"""python -m smartsearch_mcp"""
+
+import sys
+
+from smartsearch_mcp.cli import main
+
+sys.exit(main())

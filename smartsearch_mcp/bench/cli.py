@@ -1,0 +1,405 @@
+"""`smartsearch-mcp bench ...`: LoCoMo, BEAM and LongMemEval recall benchmarks with baselines,
+the synthetic scale benchmark, and `report` to regenerate markdown from results folders.
+
+Examples:
+    smartsearch-mcp bench locomo data/locomo --config offline --baseline bm25 \
+        --baseline full-context
+    smartsearch-mcp bench beam data/beam-100k --limit 50
+    smartsearch-mcp bench longmemeval longmemeval_s.json
+    smartsearch-mcp bench scale --turns 1000000 --data data --modes indexed,grep
+    smartsearch-mcp bench report bench-results/locomo-offline-*/ > benchmarks.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.types import InputError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BUDGETS: tuple[int, ...] = (750, 1500, 3000, 6000)
+BASELINE_CHOICES = ("bm25", "full-context")
+DATA_ENV = "SMARTSEARCH_BENCH_DATA"
+
+
+def run_bench(argv: list[str], config: Config, config_name: str | None) -> int:
+    """Run `smartsearch-mcp bench` with the arguments after `bench`; return the exit code.
+
+    `config` is the configuration the main CLI loaded (named `config_name`); a `--config`
+    given after the bench name replaces it.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return 2
+    if args.log_level:
+        logging.getLogger().setLevel(getattr(logging, args.log_level.upper()))
+    if args.config:
+        config, config_name = Config.load(args.config), args.config
+    handler: Callable[[argparse.Namespace, Config, str | None, list[str]], int] = args.handler
+    return handler(args, config, config_name, argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `bench` argument parser (exposed for tests and docs)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", help="TOML config file or preset name (e.g. offline)")
+    common.add_argument(
+        "--out", help="results folder (default: bench-results/<bench>-<config>-<time>)"
+    )
+    common.add_argument("--no-progress", action="store_true", help="no progress bars")
+    common.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    common.add_argument("--log-level", default=None, help="debug, info, warning, error")
+
+    parser = argparse.ArgumentParser(
+        prog="smartsearch-mcp bench", description="Reproducible benchmarks (see README)."
+    )
+    sub = parser.add_subparsers(title="benchmarks", metavar="BENCH")
+    for name, target, help_text in (
+        ("locomo", "PATH", "LoCoMo: a folder of per-conversation files, or locomo10.json"),
+        ("beam", "PATH", "BEAM: a split folder (1/chat.json, ...) or one conversation folder"),
+        ("longmemeval", "FILE", "LongMemEval: a JSON file of records (e.g. longmemeval_s.json)"),
+    ):
+        bench = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
+        bench.add_argument("path", metavar=target)
+        _retrieval_options(bench, name)
+        bench.set_defaults(handler=_cmd_retrieval, bench=name)
+
+    scale = sub.add_parser(
+        "scale", parents=[common], help="synthetic memory: throughput, size, latency, RSS"
+    )
+    scale.add_argument("--turns", type=_positive_int, default=100_000, help="turns to build")
+    scale.add_argument(
+        "--data",
+        action="append",
+        help=f"LoCoMo/BEAM data to recombine (repeatable; default ${DATA_ENV})",
+    )
+    scale.add_argument("--modes", default="indexed,grep", help="retrieval modes to time")
+    scale.add_argument(
+        "--checkpoints", help="sizes to measure at (default 10000,100000,1000000 and --turns)"
+    )
+    scale.add_argument("--queries", type=_positive_int, default=20, help="timed queries")
+    scale.add_argument("--seed", type=int, default=0)
+    scale.add_argument("--batch-size", type=_positive_int, default=10_000)
+    scale.add_argument(
+        "--embed-sample", type=int, default=1000, help="turns embedded to time the bi-encoder"
+    )
+    scale.add_argument("--max-tokens", type=_positive_int, default=None, help="recall budget")
+    scale.add_argument("--keep-db", help="build the database at this path and keep it")
+    scale.set_defaults(handler=_cmd_scale)
+
+    report = sub.add_parser(
+        "report", help="regenerate summary.md and plots; print the README Benchmarks section"
+    )
+    report.add_argument("folders", nargs="+", metavar="RESULTS_DIR")
+    report.add_argument("-o", "--output", help="also write the markdown to this file")
+    report.add_argument("--no-plots", action="store_true")
+    report.add_argument("--config", help=argparse.SUPPRESS)
+    report.add_argument("--log-level", default=None, help=argparse.SUPPRESS)
+    report.set_defaults(handler=_cmd_report)
+    return parser
+
+
+def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
+    parser.add_argument("--limit", type=_positive_int, help="evaluate at most N questions")
+    categories = {
+        "locomo": "LoCoMo categories, e.g. 1,2,3,4 (default; add 5 for adversarial)",
+        "beam": "BEAM abilities, e.g. information_extraction,temporal_reasoning (default all)",
+        "longmemeval": "question types, e.g. multi-session,temporal-reasoning (default all)",
+    }[bench]
+    parser.add_argument("--categories", help=categories)
+    parser.add_argument(
+        "--baseline",
+        action="append",
+        choices=BASELINE_CHOICES,
+        default=[],
+        help="also run a baseline (repeatable): bm25, full-context",
+    )
+    parser.add_argument(
+        "--budgets",
+        default=",".join(map(str, DEFAULT_BUDGETS)),
+        help="token budgets (default 750,1500,3000,6000 ≈ 500/1000/2000/4000 words)",
+    )
+    qa = parser.add_argument_group("QA accuracy (optional; any OpenAI-compatible endpoint)")
+    qa.add_argument("--answer-model", help="model answering from the recalled context")
+    qa.add_argument("--judge-model", help="model judging answers (default: the answer model)")
+    qa.add_argument("--base-url", help="endpoint base URL, e.g. http://localhost:8000/v1")
+    qa.add_argument(
+        "--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key"
+    )
+    qa.add_argument("--qa-budget", type=_positive_int, help="context budget for answering")
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def _cmd_retrieval(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench import datasets
+    from smartsearch_mcp.bench.metrics import summarize
+    from smartsearch_mcp.bench.report import write_summary
+    from smartsearch_mcp.bench.results import (
+        config_snapshot,
+        default_out_dir,
+        machine_info,
+        now_iso,
+        write_results,
+    )
+    from smartsearch_mcp.bench.runner import RunOptions, primary_budget, run_benchmark
+    from smartsearch_mcp.tokens import get_token_counter
+
+    budgets = _parse_budgets(args.budgets)
+    categories = _split(args.categories)
+    if args.bench == "locomo":
+        numbers = _parse_locomo_categories(categories) if categories else (1, 2, 3, 4)
+        benchmark = datasets.load_locomo_bench(args.path, numbers)
+    elif args.bench == "beam":
+        benchmark = datasets.load_beam_bench(args.path, categories or None)
+    else:
+        benchmark = datasets.load_longmemeval_bench(args.path, categories or None)
+    if not any(h.questions for h in benchmark.haystacks):
+        raise InputError(f"{args.path}: no questions to evaluate (check --categories)")
+    qa = _qa_evaluator(args)
+    main_budget = primary_budget(budgets, config.truncation.max_tokens)
+    options = RunOptions(
+        budgets=budgets,
+        baselines=tuple(dict.fromkeys(args.baseline)),
+        limit=args.limit,
+        progress=not args.no_progress,
+        qa=qa,
+        qa_budget=args.qa_budget,
+    )
+    out_dir = Path(args.out) if args.out else default_out_dir(args.bench, config_name)
+    started = time.perf_counter()
+    output = anyio.run(run_benchmark, benchmark, config, options)
+    elapsed = time.perf_counter() - started
+    data: dict[str, Any] = {
+        "bench": benchmark.name,
+        "data": str(args.path),
+        "command": "smartsearch-mcp bench " + shlex.join(argv),
+        "created": now_iso(),
+        "elapsed_s": round(elapsed, 1),
+        "config_name": Path(config_name).stem if config_name else "default",
+        "config": config_snapshot(config),
+        "tokenizer": get_token_counter(config.truncation.tokenizer).name,
+        "budget_unit": "tokens",
+        "budgets": list(budgets),
+        "primary_budget": main_budget,
+        "baselines": list(options.baselines),
+        "limit": args.limit,
+        "categories": categories or None,
+        "machine": machine_info(),
+        "rankers_used": output.rankers,
+        "warnings": output.warnings,
+        "qa_settings": None
+        if qa is None
+        else {
+            "answer_model": qa.answer_model,
+            "judge_model": qa.judge_model,
+            "base_url": args.base_url,
+            "budget": args.qa_budget or main_budget,
+        },
+        "haystacks": output.haystacks,
+        "summary": summarize(output.outcomes, budgets, benchmark.category_order),
+        "questions": output.outcomes,
+    }
+    write_results(out_dir, data)
+    summary_path = write_summary(out_dir, data, plots=not args.no_plots)
+    print(summary_path.read_text(encoding="utf-8"))
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _cmd_scale(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench.report import write_summary
+    from smartsearch_mcp.bench.results import (
+        config_snapshot,
+        default_out_dir,
+        machine_info,
+        now_iso,
+        write_results,
+    )
+    from smartsearch_mcp.bench.scale import (
+        FIRST_NAMES,
+        LAST_NAMES,
+        SPAN_YEARS,
+        ScaleOptions,
+        load_source_corpus,
+        run_scale,
+    )
+
+    sources = args.data or ([os.environ[DATA_ENV]] if os.environ.get(DATA_ENV) else [])
+    if not sources:
+        raise InputError(
+            f"the scale bench recombines real turns: give --data PATH (a LoCoMo folder, a "
+            f"BEAM split, or a folder holding both) or set ${DATA_ENV}"
+        )
+    corpus = load_source_corpus(sources)
+    modes = tuple(_split(args.modes))
+    options = ScaleOptions(
+        turns=args.turns,
+        modes=modes,
+        checkpoints=tuple(_parse_budgets(args.checkpoints)) if args.checkpoints else None,
+        batch_size=args.batch_size,
+        queries=args.queries,
+        seed=args.seed,
+        max_tokens=args.max_tokens or config.truncation.max_tokens,
+        embed_sample=max(0, args.embed_sample),
+        progress=not args.no_progress,
+        db_path=Path(args.keep_db) if args.keep_db else None,
+    )
+    out_dir = Path(args.out) if args.out else default_out_dir("scale", config_name)
+    started = time.perf_counter()
+    output = anyio.run(run_scale, config, options, corpus)
+    elapsed = time.perf_counter() - started
+    throughput = output.stored / output.remember_s if output.remember_s else 0.0
+    data: dict[str, Any] = {
+        "bench": "scale",
+        "command": "smartsearch-mcp bench " + shlex.join(argv),
+        "created": now_iso(),
+        "elapsed_s": round(elapsed, 1),
+        "config_name": Path(config_name).stem if config_name else "default",
+        "config": config_snapshot(config),
+        "machine": machine_info(),
+        "seed": options.seed,
+        "turns": args.turns,
+        "stored": output.stored,
+        "duplicates_skipped": output.duplicates,
+        "batch_size": options.batch_size,
+        "queries": options.queries,
+        "max_tokens": options.max_tokens,
+        "modes": list(modes),
+        "corpus": {
+            "sources": corpus.sources,
+            "source_turns": len(corpus.texts),
+            "names": len(FIRST_NAMES) * len(LAST_NAMES),
+            "years": SPAN_YEARS,
+        },
+        "remember_s": output.remember_s,
+        "generate_s": output.generate_s,
+        "remember_turns_per_s": throughput,
+        "embedding": output.embedding,
+        "checkpoints": output.checkpoints,
+        "skipped": output.skipped,
+    }
+    data["targets"] = scale_targets(data)
+    write_results(out_dir, data)
+    summary_path = write_summary(out_dir, data, plots=not args.no_plots)
+    print(summary_path.read_text(encoding="utf-8"))
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def scale_targets(data: dict[str, Any]) -> list[str]:
+    """The issue's targets, each marked met / missed / not measured."""
+    targets = []
+    rate = data["remember_turns_per_s"]
+    targets.append(f"bulk remember ≥ 5,000 turns/s: {rate:,.0f} turns/s — {_verdict(rate >= 5000)}")
+    at_million = [p for p in data["checkpoints"] if p["turns"] >= 1_000_000]
+    if at_million and "indexed" in at_million[0]["recall"]:
+        p50 = at_million[0]["recall"]["indexed"]["p50"]
+        targets.append(
+            f"indexed recall p50 ≤ 1 s at 1M turns: {p50:,.0f} ms — {_verdict(p50 <= 1000)}"
+        )
+    else:
+        targets.append("indexed recall p50 ≤ 1 s at 1M turns: not measured in this run")
+    peak = max((p["peak_rss_mb"] for p in data["checkpoints"]), default=0.0)
+    targets.append(f"peak RSS ≤ 1.5 GB: {peak:,.0f} MB — {_verdict(peak <= 1536)}")
+    return targets
+
+
+def _verdict(ok: bool) -> str:
+    return "**met**" if ok else "**missed**"
+
+
+def _cmd_report(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench.report import render_report, write_summary
+    from smartsearch_mcp.bench.results import load_results
+
+    results = []
+    for folder in args.folders:
+        data = load_results(folder)
+        path = Path(folder)
+        write_summary(path if path.is_dir() else path.parent, data, plots=not args.no_plots)
+        results.append(data)
+    markdown = render_report(results)
+    if args.output:
+        Path(args.output).write_text(markdown, encoding="utf-8")
+    print(markdown)
+    return 0
+
+
+# ---------------------------------------------------------------------- parsing helpers
+
+
+def _qa_evaluator(args: argparse.Namespace) -> Any:
+    from smartsearch_mcp.bench.qa import ChatClient, QAEvaluator
+
+    if not (args.answer_model or args.judge_model or args.base_url):
+        return None
+    if not args.answer_model or not args.base_url:
+        raise InputError(
+            "QA accuracy needs --answer-model and --base-url (and optionally --judge-model)"
+        )
+    api_key = os.environ.get(args.api_key_env)
+    if not api_key:
+        log.warning(
+            "$%s is not set; calling %s without an API key", args.api_key_env, args.base_url
+        )
+    return QAEvaluator(
+        ChatClient(args.base_url, api_key),
+        answer_model=args.answer_model,
+        judge_model=args.judge_model or args.answer_model,
+    )
+
+
+def _split(value: str | None) -> list[str]:
+    return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def _parse_budgets(value: str) -> tuple[int, ...]:
+    try:
+        budgets = sorted({int(part) for part in _split(value)})
+    except ValueError as exc:
+        raise InputError(f"budgets must be comma-separated integers, got {value!r}") from exc
+    if not budgets or budgets[0] < 1:
+        raise InputError(f"budgets must be positive integers, got {value!r}")
+    return tuple(budgets)
+
+
+def _parse_locomo_categories(values: Sequence[str]) -> tuple[int, ...]:
+    try:
+        numbers = tuple(sorted({int(v) for v in values}))
+    except ValueError as exc:
+        raise InputError(f"LoCoMo --categories are numbers 1-5, got {values!r}") from exc
+    if any(n not in range(1, 6) for n in numbers):
+        raise InputError(f"LoCoMo --categories are numbers 1-5, got {values!r}")
+    return numbers
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from exc
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}")
+    return number

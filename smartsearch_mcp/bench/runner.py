@@ -1,0 +1,368 @@
+"""Runs a benchmark: each haystack is remembered into a fresh temporary database through
+`Memory` (the `remember` tool's code path), then every question is ranked once and truncated
+at each budget, beside the baselines. Produces one JSON-ready outcome per question.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from smartsearch_mcp.bench.baselines import bm25_ranking, fill_budget
+from smartsearch_mcp.bench.datasets import Benchmark, BenchQuestion, Haystack
+from smartsearch_mcp.bench.metrics import (
+    BM25,
+    FULL_CONTEXT,
+    SMARTSEARCH,
+    evidence_recall,
+    word_count,
+)
+from smartsearch_mcp.bench.progress import progress_bar
+from smartsearch_mcp.bench.qa import QAEvaluator
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.tokens import TokenCounter, get_token_counter
+from smartsearch_mcp.types import Scope, Turn
+
+if TYPE_CHECKING:
+    from smartsearch_mcp.memory import Memory
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "bench"
+WARM_UP_QUERY = "What did we talk about last time?"
+BASELINES: tuple[str, ...] = (BM25, FULL_CONTEXT)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: token budgets, which baselines, an optional QA evaluator, progress bars,
+    and at most `limit` questions in all."""
+
+    budgets: tuple[int, ...]
+    baselines: tuple[str, ...] = ()
+    limit: int | None = None
+    progress: bool = True
+    qa: QAEvaluator | None = None
+    qa_budget: int | None = None
+
+
+@dataclass
+class RunOutput:
+    """What a run produced: per-question outcomes, per-haystack facts, rankers and warnings."""
+
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    haystacks: list[dict[str, Any]] = field(default_factory=list)
+    rankers: dict[str, int] = field(default_factory=dict)
+    warnings: dict[str, int] = field(default_factory=dict)
+
+
+class MemoryFactory(Protocol):
+    """Opens a Memory per haystack database; `MemoryPool` is the real one."""
+
+    async def open(self, db_path: str | Path, namespace: str) -> Memory: ...
+
+    async def release(self, memory: Memory) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class MemoryPool:
+    """Opens one `Memory` per database, all sharing one set of loaded models (held by a
+    Memory over an in-memory database, so they load once per run, not once per haystack)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._owner: Memory | None = None
+
+    async def open(self, db_path: str | Path, namespace: str) -> Memory:
+        """A Memory over a (new) database file."""
+        from smartsearch_mcp.memory import Memory
+
+        if self._owner is None:
+            self._owner = await Memory.open(self.config, ":memory:", namespace)
+        store_config = self.config.store
+        store = await SQLiteStore.open(
+            db_path,
+            busy_timeout_ms=store_config.busy_timeout_ms,
+            max_turns_per_call=store_config.max_turns_per_call,
+            max_text_chars=store_config.max_text_chars,
+        )
+        return Memory(store, self.config, self._owner.models, namespace)
+
+    async def release(self, memory: Memory) -> None:
+        """Close a Memory's database (the shared models stay loaded)."""
+        await memory.store.close()
+
+    async def close(self) -> None:
+        """Release the shared models."""
+        if self._owner is not None:
+            await self._owner.close()
+            self._owner = None
+
+
+def primary_budget(budgets: Sequence[int], default: int) -> int:
+    """The budget latency and QA are reported at: the one closest to the configured default."""
+    return min(budgets, key=lambda b: (abs(b - default), b))
+
+
+async def run_benchmark(
+    benchmark: Benchmark,
+    config: Config,
+    options: RunOptions,
+    pool: MemoryFactory | None = None,
+) -> RunOutput:
+    """Remember each haystack into a fresh temporary database and evaluate its questions.
+
+    `pool` opens the Memory of each haystack (default: a `MemoryPool` sharing one set of
+    models across the run)."""
+    counter = get_token_counter(config.truncation.tokenizer)
+    plan = _plan(benchmark.haystacks, options.limit)
+    output = RunOutput()
+    pool = pool if pool is not None else MemoryPool(config)
+    total = sum(len(questions) for _, questions in plan)
+    progress = progress_bar(options.progress, total, benchmark.name, " q")
+    try:
+        for index, (haystack, questions) in enumerate(plan):
+            with tempfile.TemporaryDirectory(prefix="smartsearch-bench-") as tmp:
+                memory = await pool.open(Path(tmp) / "memory.db", NAMESPACE)
+                try:
+                    await _run_haystack(
+                        memory, haystack, questions, config, options, counter, output,
+                        progress, warm_up=index == 0,
+                    )  # fmt: skip
+                finally:
+                    await pool.release(memory)
+    finally:
+        progress.close()
+        await pool.close()
+    return output
+
+
+def _plan(
+    haystacks: Sequence[Haystack], limit: int | None
+) -> list[tuple[Haystack, list[BenchQuestion]]]:
+    plan = []
+    left = limit
+    for haystack in haystacks:
+        questions = haystack.questions if left is None else haystack.questions[:left]
+        if not questions:
+            continue
+        plan.append((haystack, list(questions)))
+        if left is not None:
+            left -= len(questions)
+            if left <= 0:
+                break
+    return plan
+
+
+async def _run_haystack(
+    memory: Memory,
+    haystack: Haystack,
+    questions: list[BenchQuestion],
+    config: Config,
+    options: RunOptions,
+    counter: TokenCounter,
+    output: RunOutput,
+    progress: Any,
+    warm_up: bool,
+) -> None:
+    progress.set_description(f"{haystack.name}: remembering")
+    labels, remember_s, stored = await _remember(memory, haystack, config)
+    # What a running server does in the background after `remember`: embed the new turns
+    # (a no-op without a bi-encoder), so questions are timed at steady state.
+    progress.set_description(f"{haystack.name}: embedding")
+    started = time.perf_counter()
+    embedded = await memory.pipeline.embed_backlog()
+    embed_s = time.perf_counter() - started
+    scope = Scope(namespaces=(memory.namespace,))
+    turns = {turn.id: turn for turn in await memory.store.scope_turns(scope)}
+    turn_tokens = {turn_id: counter.count(turn.text) for turn_id, turn in turns.items()}
+    full_tokens = sum(turn_tokens.values())
+    full_words = sum(word_count(turn.text) for turn in turns.values())
+    output.haystacks.append(
+        {
+            "name": haystack.name,
+            "sessions": len(haystack.sessions),
+            "input_turns": sum(len(session.turns) for session in haystack.sessions),
+            "turns": len(turns),  # stored: a turn repeated within a session is kept once
+            "questions": len(questions),
+            "full_context_tokens": full_tokens,
+            "full_context_words": full_words,
+            "remember_s": round(remember_s, 4),
+            "remember_turns_per_s": round(stored / remember_s, 1) if remember_s else None,
+            "embedded_passages": embedded,
+            "embed_s": round(embed_s, 4),
+        }
+    )
+    if warm_up:  # load the models before anything is timed
+        started = time.perf_counter()
+        await memory.pipeline.rank(WARM_UP_QUERY, scope, None)
+        log.info("warm-up recall (model loading) took %.1f s", time.perf_counter() - started)
+    context = _HaystackContext(turns, turn_tokens, full_tokens, full_words, labels, scope)
+    progress.set_description(haystack.name)
+    for question in questions:
+        outcome = await _evaluate(memory, haystack, question, config, options, counter, context)
+        for ranker in outcome["rankers"]:
+            output.rankers[ranker] = output.rankers.get(ranker, 0) + 1
+        for warning in outcome["warnings"]:
+            output.warnings[warning] = output.warnings.get(warning, 0) + 1
+        output.outcomes.append(outcome)
+        progress.update(1)
+
+
+@dataclass(frozen=True)
+class _HaystackContext:
+    turns: dict[int, Turn]
+    turn_tokens: dict[int, int]
+    full_tokens: int
+    full_words: int
+    labels: dict[str, list[int]]
+    scope: Scope
+
+
+async def _remember(
+    memory: Memory, haystack: Haystack, config: Config
+) -> tuple[dict[str, list[int]], float, int]:
+    """Store every session (in chunks the store accepts); map gold labels to turn ids."""
+    labels: dict[str, list[int]] = {}
+    limit = max(1, config.store.max_turns_per_call)
+    elapsed = 0.0
+    stored = 0
+    for session in haystack.sessions:
+        session_id = session.session_id
+        for start in range(0, len(session.turns), limit):
+            chunk = session.turns[start : start + limit]
+            started = time.perf_counter()
+            result = await memory.remember(chunk, session_id=session_id)
+            elapsed += time.perf_counter() - started
+            session_id = result.session_id
+            stored += result.stored
+            for offset, (turn, turn_id) in enumerate(zip(chunk, result.ids, strict=True)):
+                for label in haystack.labeler(str(session.session_id), start + offset, turn):
+                    ids = labels.setdefault(label, [])
+                    if turn_id not in ids:
+                        ids.append(turn_id)
+    return labels, elapsed, stored
+
+
+async def _evaluate(
+    memory: Memory,
+    haystack: Haystack,
+    question: BenchQuestion,
+    config: Config,
+    options: RunOptions,
+    counter: TokenCounter,
+    context: _HaystackContext,
+) -> dict[str, Any]:
+    gold: list[int] = []
+    unresolved = list(question.unresolved_evidence)
+    for label in question.gold_labels:
+        ids = context.labels.get(label)
+        if ids is None:
+            unresolved.append(label)
+            continue
+        gold.extend(i for i in ids if i not in gold)
+    main_budget = primary_budget(options.budgets, config.truncation.max_tokens)
+
+    started = time.perf_counter()
+    ranking = await memory.pipeline.rank(question.question, context.scope, question.reference)
+    rank_ms = (time.perf_counter() - started) * 1000
+    ours: dict[str, dict[str, Any]] = {}
+    truncate_ms: dict[int, float] = {}
+    results = {}
+    for budget in options.budgets:
+        started = time.perf_counter()
+        result = memory.pipeline.truncate(ranking, budget)
+        truncate_ms[budget] = (time.perf_counter() - started) * 1000
+        results[budget] = result
+        texts = [scored.candidate.passage.text for scored in result.passages]
+        found = _unique(scored.candidate.passage.turn.id for scored in result.passages)
+        ours[str(budget)] = {
+            "recall": evidence_recall(gold, found),
+            "found": [i for i in gold if i in found],
+            "returned": found,
+            "passages": len(result.passages),
+            "tokens": result.tokens_used,
+            "words": sum(word_count(text) for text in texts),
+        }
+    candidate_ids = {c.passage.turn.id for c in ranking.candidates}
+    latency = {stage: round(float(ms), 3) for stage, ms in ranking.timings_ms.items()}
+    latency["truncate"] = round(truncate_ms[main_budget], 3)
+    latency["end_to_end"] = round(rank_ms + truncate_ms[main_budget], 3)
+
+    systems: dict[str, dict[str, dict[str, Any]]] = {SMARTSEARCH: ours}
+    if BM25 in options.baselines:
+        started = time.perf_counter()
+        ranked = await bm25_ranking(memory.store, question.question, context.scope)
+        bm25: dict[str, dict[str, Any]] = {}
+        for budget in options.budgets:
+            filled = fill_budget(ranked, context.turn_tokens, budget)
+            bm25[str(budget)] = {
+                "recall": evidence_recall(gold, filled.turn_ids),
+                "found": [i for i in gold if i in filled.turn_ids],
+                "returned": filled.turn_ids,
+                "passages": len(filled.turn_ids),
+                "tokens": filled.tokens,
+                "words": sum(word_count(context.turns[i].text) for i in filled.turn_ids),
+            }
+            if budget == main_budget:
+                latency[BM25] = round((time.perf_counter() - started) * 1000, 3)
+        systems[BM25] = bm25
+    if FULL_CONTEXT in options.baselines:
+        systems[FULL_CONTEXT] = {
+            "all": {
+                "recall": evidence_recall(gold, context.turns),
+                "found": [i for i in gold if i in context.turns],
+                "tokens": context.full_tokens,
+                "words": context.full_words,
+            }
+        }
+
+    outcome: dict[str, Any] = {
+        "id": question.qid,
+        "haystack": haystack.name,
+        "question": question.question,
+        "category": question.category,
+        "answer": question.answer,
+        "reference": question.reference.isoformat() if question.reference else None,
+        "gold": gold,
+        "gold_labels": list(question.gold_labels),
+        "gold_turns": {str(i): _turn_brief(context.turns[i]) for i in gold if i in context.turns},
+        "unresolved_evidence": unresolved,
+        "candidates": len(ranking.candidates),
+        "candidate_found": [i for i in gold if i in candidate_ids],
+        "candidate_recall": evidence_recall(gold, candidate_ids),
+        "systems": systems,
+        "full_context_tokens": context.full_tokens,
+        "latency_ms": latency,
+        "rankers": list(ranking.rankers),
+        "warnings": list(ranking.warnings),
+        "qa": None,
+    }
+    if options.qa is not None:
+        qa_budget = options.qa_budget or main_budget
+        qa_result = results.get(qa_budget) or memory.pipeline.truncate(ranking, qa_budget)
+        outcome["qa"] = await options.qa.evaluate(
+            question.question, question.answer, qa_result.passages, question.reference
+        )
+        outcome["qa"]["budget"] = qa_budget
+    return outcome
+
+
+def _unique(ids: Any) -> list[int]:
+    return list(dict.fromkeys(ids))
+
+
+def _turn_brief(turn: Turn) -> dict[str, Any]:
+    return {
+        "session_id": turn.session_id,
+        "speaker": turn.speaker,
+        "timestamp": turn.timestamp,
+        "text": turn.text if len(turn.text) <= 300 else turn.text[:300] + "…",
+    }

@@ -1,0 +1,423 @@
+"""Command line: serve | recall | import | export | stats | doctor | models | bench.
+
+Environment variables are read here only: SMARTSEARCH_DB, SMARTSEARCH_CONFIG,
+SMARTSEARCH_NAMESPACE. Logs go to stderr (stdout is the MCP wire in `serve`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from smartsearch_mcp import __version__
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.types import SmartSearchError
+
+log = logging.getLogger("smartsearch_mcp")
+
+APP_NAME = "smartsearch-mcp"
+
+
+def default_db_path() -> Path:
+    """The database in the platform's user data dir (e.g. ~/.local/share/smartsearch-mcp)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / "memory.db"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        config = Config.load(args.config or os.environ.get("SMARTSEARCH_CONFIG") or None)
+        result = args.handler(args, config)
+    except SmartSearchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return int(result or 0)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db",
+        help="database file (default: $SMARTSEARCH_DB, else the user data dir); ':memory:' works",
+    )
+    common.add_argument(
+        "--config", help="TOML config file or preset name in configs/ (e.g. offline)"
+    )
+    common.add_argument(
+        "--namespace", help="memory namespace (default: $SMARTSEARCH_NAMESPACE, else 'default')"
+    )
+    common.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+
+    parser = argparse.ArgumentParser(
+        prog=APP_NAME,
+        description="SmartSearch long-term memory for MCP agents.",
+        parents=[common],
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    serve.add_argument(
+        "--no-preload", action="store_true", help="load models on the first recall, not at start"
+    )
+    serve.set_defaults(handler=_cmd_serve)
+
+    recall = sub.add_parser("recall", parents=[common], help="recall from memory")
+    recall.add_argument("query")
+    recall.add_argument("--max-tokens", type=int, default=None)
+    recall.add_argument("--session-id", default=None)
+    recall.add_argument("--since", default=None)
+    recall.add_argument("--until", default=None)
+    recall.add_argument("--json", action="store_true", help="print the structured result")
+    recall.set_defaults(handler=_cmd_recall)
+
+    imp = sub.add_parser("import", parents=[common], help="import conversations from a file")
+    imp.add_argument("file")
+    imp.add_argument("--format", required=True, choices=["jsonl", "chatgpt", "claude"], dest="fmt")
+    imp.add_argument("--no-progress", action="store_true")
+    imp.set_defaults(handler=_cmd_import)
+
+    exp = sub.add_parser("export", parents=[common], help="export turns as JSONL")
+    exp.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    exp.add_argument("--all", action="store_true", help="every namespace, not only one")
+    exp.set_defaults(handler=_cmd_export)
+
+    stats = sub.add_parser("stats", parents=[common], help="what is stored")
+    stats.add_argument("--json", action="store_true")
+    stats.set_defaults(handler=_cmd_stats)
+
+    doctor = sub.add_parser(
+        "doctor", parents=[common], help="check the database and models; print client config"
+    )
+    doctor.add_argument("--skip-models", action="store_true", help="do not try loading models")
+    doctor.set_defaults(handler=_cmd_doctor)
+
+    models = sub.add_parser("models", parents=[common], help="list the configured models")
+    models.add_argument("action", nargs="?", choices=["list", "download"], default="list")
+    models.set_defaults(handler=_cmd_models)
+
+    bench = sub.add_parser("bench", parents=[common], help="run a benchmark (see README)")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    bench.set_defaults(handler=_cmd_bench)
+    return parser
+
+
+# ---------------------------------------------------------------------- settings
+
+
+def resolve_db(args: argparse.Namespace, config: Config) -> str:
+    value = args.db or os.environ.get("SMARTSEARCH_DB") or config.store.path
+    return value if value else str(default_db_path())
+
+
+def resolve_namespace(args: argparse.Namespace) -> str | None:
+    return args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or None
+
+
+# ---------------------------------------------------------------------- commands
+
+
+def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.server import create_server
+
+    db = resolve_db(args, config)
+    server = create_server(
+        config, db, namespace=resolve_namespace(args), preload_models=not args.no_preload
+    )
+    log.info("serving %s (config: %s)", db, config.source)
+    if args.http:
+        anyio.run(lambda: server.run_streamable_http_async(host=args.host, port=args.port))
+    else:
+        anyio.run(server.run_stdio_async)
+    return 0
+
+
+async def _open_memory(args: argparse.Namespace, config: Config) -> Any:
+    from smartsearch_mcp.memory import Memory
+
+    return await Memory.open(config, resolve_db(args, config), resolve_namespace(args))
+
+
+def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.server import format_recall, recall_output
+
+    async def run() -> int:
+        memory = await _open_memory(args, config)
+        try:
+            result = await memory.recall(
+                args.query,
+                args.max_tokens,
+                session_id=args.session_id,
+                since=args.since,
+                until=args.until,
+            )
+        finally:
+            await memory.close()
+        if args.json:
+            print(recall_output(result).model_dump_json(indent=2))
+        else:
+            print(format_recall(args.query, result))
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_import(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.importers import read_sessions
+
+    path = Path(args.file)
+    if not path.exists():
+        raise SmartSearchError(f"{path}: no such file")
+
+    async def run() -> int:
+        memory = await _open_memory(args, config)
+        stored = skipped = sessions = 0
+        limit = config.store.max_turns_per_call
+        try:
+            progress = _progress(args.no_progress, f"importing {path.name}")
+            for imported in read_sessions(path, args.fmt):
+                namespace = imported.namespace or resolve_namespace(args)
+                turns = imported.session.turns
+                if not turns:
+                    continue
+                session_id = imported.session.session_id
+                for start in range(0, len(turns), limit):
+                    result = await memory.remember(
+                        turns[start : start + limit], session_id=session_id, namespace=namespace
+                    )
+                    session_id = result.session_id
+                    stored += result.stored
+                    skipped += result.duplicates_skipped
+                    progress.update(len(turns[start : start + limit]))
+                sessions += 1
+            progress.close()
+        finally:
+            await memory.close()
+        print(
+            f"imported {stored} turns in {sessions} sessions "
+            f"({skipped} duplicates skipped) into {memory.store.path}",
+            file=sys.stderr,
+        )
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_export(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.store import SQLiteStore
+
+    async def run() -> int:
+        db = resolve_db(args, config)
+        if db != ":memory:" and not Path(db).exists():
+            raise SmartSearchError(f"no database at {db}; nothing to export")
+        source = await SQLiteStore.open(db, busy_timeout_ms=config.store.busy_timeout_ms)
+        with tempfile.TemporaryDirectory() as tmp:
+            snapshot_path = Path(tmp) / "snapshot.db"
+            try:
+                await source.backup(snapshot_path)  # consistent even while a server writes
+            finally:
+                await source.close()
+            snapshot = await SQLiteStore.open(snapshot_path)
+            namespace = (
+                None if args.all else (resolve_namespace(args) or config.scope.default_namespace)
+            )
+            count = 0
+            with contextlib.ExitStack() as stack:
+                out = (
+                    sys.stdout
+                    if args.output == "-"
+                    else stack.enter_context(open(args.output, "w", encoding="utf-8"))
+                )
+                try:
+                    async for turn in snapshot.iter_turns(namespace):
+                        out.write(json.dumps(asdict(turn), ensure_ascii=False) + "\n")
+                        count += 1
+                finally:
+                    await snapshot.close()
+        print(f"exported {count} turns", file=sys.stderr)
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_stats(args: argparse.Namespace, config: Config) -> int:
+    async def run() -> int:
+        memory = await _open_memory(args, config)
+        try:
+            stats = await memory.store.stats()
+        finally:
+            await memory.close()
+        if args.json:
+            print(json.dumps(asdict(stats), indent=2))
+        else:
+            print(
+                f"database: {stats.database} (schema v{stats.schema_version}, "
+                f"{stats.size_bytes / 1e6:.1f} MB)"
+            )
+            print(f"turns: {stats.turns} in {stats.sessions} sessions")
+            print(f"dates: {stats.first_timestamp or '-'} .. {stats.last_timestamp or '-'}")
+            for ns, count in stats.namespaces.items():
+                print(f"  namespace {ns}: {count} turns")
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.store import SQLiteStore
+
+    ok = True
+    db = resolve_db(args, config)
+    print(f"smartsearch-mcp {__version__}; python {sys.version.split()[0]}")
+    print(f"config: {config.source}")
+
+    async def check_db() -> list[str]:
+        store = await SQLiteStore.open(db, busy_timeout_ms=config.store.busy_timeout_ms)
+        try:
+            stats = await store.stats()
+            print(f"database: {db} — {stats.turns} turns, schema v{stats.schema_version}")
+            return await store.integrity_check()
+        finally:
+            await store.close()
+
+    try:
+        problems = anyio.run(check_db)
+    except (OSError, SmartSearchError) as exc:
+        problems = [str(exc)]
+    if problems:
+        ok = False
+        print("database: PROBLEMS\n  " + "\n  ".join(problems))
+        print(
+            "  fix: restore from an export (smartsearch-mcp export / import), or point --db "
+            "at another file"
+        )
+    else:
+        print("database: ok (integrity check passed, full-text index consistent)")
+
+    if not args.skip_models:
+        ok = _print_models(config) and ok
+    print()
+    print(client_config_text(db, args.config, resolve_namespace(args)))
+    return 0 if ok else 1
+
+
+def _print_models(config: Config) -> bool:
+    from smartsearch_mcp.models import check_models
+
+    statuses = check_models(config)
+    print("models:")
+    for status in statuses:
+        mark = "ok  " if status.ok else "FAIL"
+        if status.ok:
+            detail = f"({status.load_seconds or 0:.1f}s) {status.message or ''}".rstrip()
+        else:
+            detail = f"— {status.message}"
+        print(f"  [{mark}] {status.kind}: {status.name} {detail}")
+    usable = any(s.ok for s in statuses)
+    if not all(s.ok for s in statuses):
+        print("  recall degrades to the models that load (see warnings in each result).")
+        print(
+            "  fix: online, run `smartsearch-mcp models download`; offline, install "
+            "`pip install 'smartsearch-mcp[offline]'` and use --config offline"
+        )
+    return usable
+
+
+def _cmd_models(args: argparse.Namespace, config: Config) -> int:
+    if args.action == "download":
+        from smartsearch_mcp.models import download_models
+
+        for line in download_models(config):
+            print(line)
+        return 0
+    return 0 if _print_models(config) else 1
+
+
+def _cmd_bench(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.bench.cli import run_bench
+
+    return run_bench(args.bench_args, config, args.config)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def server_command(db: str | None, config: str | None, namespace: str | None) -> list[str]:
+    """The absolute command line an MCP client should launch."""
+    exe = shutil.which(APP_NAME)
+    argv0 = Path(sys.argv[0])
+    if argv0.name == APP_NAME and argv0.exists():
+        exe = str(argv0.resolve())
+    command = [exe] if exe else [sys.executable, "-m", "smartsearch_mcp"]
+    command.append("serve")
+    if db:
+        command += ["--db", str(Path(db).expanduser().resolve()) if db != ":memory:" else db]
+    if config:
+        config_path = Path(config)
+        command += ["--config", str(config_path.resolve()) if config_path.exists() else config]
+    if namespace:
+        command += ["--namespace", namespace]
+    return command
+
+
+def client_config_text(db: str, config: str | None, namespace: str | None) -> str:
+    command = server_command(db, config, namespace)
+    entry = {"command": command[0], "args": command[1:]}
+    desktop = json.dumps({"mcpServers": {"smartsearch": entry}}, indent=2)
+    claude_code = "claude mcp add smartsearch -- " + " ".join(_quote(c) for c in command)
+    return (
+        "Claude Desktop (claude_desktop_config.json) and Cursor (~/.cursor/mcp.json):\n"
+        f"{desktop}\n\nClaude Code:\n  {claude_code}"
+    )
+
+
+def _quote(part: str) -> str:
+    return f"'{part}'" if any(c in part for c in " \"'$") else part
+
+
+class _NoProgress:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def _progress(disabled: bool, description: str) -> Any:
+    if disabled:
+        return _NoProgress()
+    from tqdm import tqdm
+
+    return tqdm(desc=description, unit=" turns", file=sys.stderr, disable=None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

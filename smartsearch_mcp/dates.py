@@ -1,0 +1,360 @@
+"""Parsing the dates that turns carry: ISO 8601 and the common formats chat exports use.
+
+`normalize_timestamp` turns what a caller gives into one sortable ISO 8601 string. Naive
+values stay naive (the wall-clock time the conversation reported); aware values are
+converted to UTC.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from smartsearch_mcp.types import InputError
+
+MIN_YEAR = 1000
+MAX_YEAR = 9999
+# Unix epochs beyond this are read as milliseconds.
+_EPOCH_MS_THRESHOLD = 10**11
+
+_FORMATS: tuple[str, ...] = (
+    "%I:%M %p on %d %B, %Y",  # LoCoMo: "1:56 pm on 8 May, 2023"
+    "%I:%M %p on %d %b, %Y",
+    "%Y/%m/%d (%a) %H:%M",  # LongMemEval: "2023/05/20 (Sat) 02:21"
+    "%Y/%m/%d %H:%M",
+    "%Y/%m/%d",
+    "%B-%d-%Y",  # BEAM: "March-15-2024"
+    "%b-%d-%Y",
+    "%d %B %Y",
+    "%d %B, %Y",
+    "%d %b %Y",
+    "%B %d, %Y",
+    "%B %d %Y",
+    "%b %d, %Y",
+    "%b %d %Y",
+    "%B %d, %Y %H:%M",
+    "%B %d, %Y %I:%M %p",
+    "%m/%d/%Y",
+    "%m/%d/%Y %H:%M",
+    "%m/%d/%Y %I:%M %p",
+    "%d.%m.%Y",
+    "%d.%m.%Y %H:%M",
+    "%a, %d %b %Y %H:%M:%S %z",  # RFC 2822
+    "%a %b %d %H:%M:%S %Y",
+)
+
+
+def parse_timestamp(value: str | int | float) -> datetime:
+    """Parse a timestamp given as ISO 8601, a common date format, or a Unix epoch.
+
+    Raises InputError with the accepted formats when the value cannot be read.
+    """
+    if isinstance(value, bool):
+        raise InputError(f"timestamp must be a string or a number, got {value!r}")
+    if isinstance(value, int | float):
+        return _from_epoch(float(value))
+    text = str(value).strip()
+    if not text:
+        raise InputError("timestamp is empty; omit it or give an ISO 8601 date")
+    if re.fullmatch(r"-?\d{9,14}(\.\d+)?", text):
+        return _from_epoch(float(text))
+    iso = text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text
+    try:
+        return _checked(datetime.fromisoformat(iso), value)
+    except ValueError:
+        pass
+    cleaned = re.sub(r"\s+", " ", text)
+    cleaned = re.sub(r"(\d)(st|nd|rd|th)\b", r"\1", cleaned, flags=re.IGNORECASE)
+    for fmt in _FORMATS:
+        try:
+            return _checked(datetime.strptime(cleaned, fmt), value)
+        except ValueError:
+            continue
+    raise InputError(
+        f"cannot read timestamp {text[:80]!r}: use ISO 8601 (e.g. 2024-03-15 or "
+        "2024-03-15T14:30:00Z), a Unix epoch, or a date like '8 May, 2023'"
+    )
+
+
+def normalize_timestamp(value: str | int | float | None) -> str | None:
+    """ISO 8601 form of `value` (seconds precision), or None when no timestamp was given."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return _normalize_text(value)
+    return format_timestamp(parse_timestamp(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _normalize_text(value: str) -> str:
+    # Imports repeat one session date over hundreds of turns: parse it once.
+    return format_timestamp(parse_timestamp(value))
+
+
+def format_timestamp(moment: datetime) -> str:
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+        return moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    return moment.isoformat(timespec="seconds")
+
+
+def comparable(moment: datetime) -> str:
+    """The string form used to compare against stored timestamps (UTC, no suffix)."""
+    return format_timestamp(moment).rstrip("Z")
+
+
+def _from_epoch(seconds: float) -> datetime:
+    if abs(seconds) >= _EPOCH_MS_THRESHOLD:
+        seconds /= 1000.0
+    try:
+        moment = datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise InputError(f"timestamp {seconds!r} is out of range") from exc
+    return _checked(moment, seconds)
+
+
+def _checked(moment: datetime, original: object) -> datetime:
+    if not MIN_YEAR <= moment.year <= MAX_YEAR:
+        raise InputError(f"timestamp {original!r} is out of range (years {MIN_YEAR}-{MAX_YEAR})")
+    return moment
+
+
+# --- Temporal expressions in queries --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DateRange:
+    """A span of time a query refers to: `start` inclusive, `end` exclusive.
+
+    `expression` is the text that was read (e.g. "last week"), an exact slice of the query.
+    """
+
+    start: datetime
+    end: datetime
+    expression: str = ""
+
+
+_MONTHS: dict[str, int] = {
+    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4,
+    "apr": 4, "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8,
+    "september": 9, "sept": 9, "sep": 9, "october": 10, "oct": 10, "november": 11, "nov": 11,
+    "december": 12, "dec": 12,
+}  # fmt: skip
+_FULL_MONTHS = tuple(name for name in _MONTHS if len(name) > 4 or name in ("may", "june", "july"))
+_WEEKDAYS: dict[str, int] = {
+    "monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5,
+    "sunday": 6,
+}  # fmt: skip
+_NUMBER_WORDS: dict[str, int] = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+    "a couple of": 2, "a couple": 2, "couple of": 2, "a few": 3, "few": 3, "several": 3,
+}  # fmt: skip
+_SEASONS: dict[str, tuple[int, int]] = {  # first month, number of months
+    "spring": (3, 3), "summer": (6, 3), "fall": (9, 3), "autumn": (9, 3), "winter": (12, 3),
+}  # fmt: skip
+
+_MONTH = r"(?P<month>" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + r")\.?"
+_FULL_MONTH = r"(?P<month>" + "|".join(sorted(_FULL_MONTHS, key=len, reverse=True)) + r")"
+_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+_YEAR = r"(?P<year>\d{4})"
+_COUNT = (
+    r"(?P<count>\d{1,4}|"
+    + "|".join(re.escape(w) for w in sorted(_NUMBER_WORDS, key=len, reverse=True))
+    + ")"
+)
+_UNIT = r"(?P<unit>day|week|month|year)s?"
+_WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
+_SEASON = r"(?P<season>" + "|".join(_SEASONS) + r")"
+_B = r"(?<![\w-])"  # left word boundary that also refuses "-" (e.g. ids like "x-2023")
+_E = r"(?![\w-])"
+_NO_DATE_AFTER = r"(?!,?\s+(?:of\s+)?\d)"  # "in May" but not "in May 2023" or "in May 8"
+
+_TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in (
+        ("iso_day", _B + r"(?P<year>\d{4})[-/](?P<month>\d{1,2})[-/](?P<day>\d{1,2})" + _E),
+        ("day_month_year", _B + _DAY + r"(?:\s+of)?\s+" + _MONTH + r",?\s+" + _YEAR + _E),
+        ("month_day_year", _B + _MONTH + r"\s+" + _DAY + r",?\s+" + _YEAR + _E),
+        ("month_year", _B + _MONTH + r",?\s+(?:of\s+)?" + _YEAR + _E),
+        ("season_year", _B + _SEASON + r",?\s+(?:of\s+)?" + _YEAR + _E),
+        ("day_month", _B + _DAY + r"(?:\s+of)?\s+" + _MONTH + _E),
+        ("month_day", _B + _MONTH + r"\s+" + _DAY + _E),
+        ("year", r"(?<![\w-])(?:in|during|throughout|of|year)\s+" + _YEAR + _E),
+        ("day_before_yesterday", _B + r"the\s+day\s+before\s+yesterday" + _E),
+        ("yesterday", _B + r"(?:yesterday|last\s+night)" + _E),
+        ("today", _B + r"(?:today|tonight|this\s+morning|this\s+afternoon|this\s+evening)" + _E),
+        ("ago", _B + _COUNT + r"\s+" + _UNIT + r"\s+ago" + _E),
+        ("past_n", _B + r"(?:the\s+)?(?:past|last|previous)\s+" + _COUNT + r"\s+" + _UNIT + _E),
+        ("past_unit", _B + r"(?:the\s+)?past\s+(?P<unit>week|month|year)" + _E),
+        ("last_weekend", _B + r"(?:last|this\s+past)\s+weekend" + _E),
+        ("last_weekday", _B + r"(?:last|this\s+past)\s+" + _WEEKDAY + _E),
+        ("last_unit", _B + r"(?:last|previous)\s+(?P<unit>week|month|year)" + _E),
+        ("this_unit", _B + r"(?:this|the\s+current)\s+(?P<unit>week|month|year)" + _E),
+        ("last_season", _B + r"(?:last|this\s+past)\s+" + _SEASON + _E),
+        ("last_month_name", _B + r"(?:last|this\s+past)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
+        ("in_month", r"(?<![\w-])(?:in|during|throughout)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
+    )
+)
+
+
+def find_time_range(text: str, reference: datetime) -> DateRange | None:
+    """The time span the first date expression in `text` refers to, or None.
+
+    Absolute dates ("8 May 2023", "May 8th, 2023", "2023-05-08", "May 2023", "in 2022",
+    "summer of 2022") read as that day, month, season or year. A day or month without a year
+    ("on May 8th", "in March") is its latest occurrence not after `reference`. Relative
+    expressions count back from `reference`, in calendar units with weeks starting on Monday:
+    "yesterday", "today", "N days/weeks/months/years ago" (that day, week, month or year),
+    "the past N days" (a rolling window up to the end of today), "last week/month/year",
+    "this week/month/year", "last Saturday", "last weekend", "last summer", "last May".
+    The leftmost expression wins; at the same position, the longest. Results keep the
+    reference's tzinfo; times are midnight boundaries.
+    """
+    best: tuple[int, int, DateRange] | None = None
+    for kind, pattern in _TIME_PATTERNS:
+        for match in pattern.finditer(text):
+            found = _resolve(kind, match, reference)
+            if found is None:
+                continue
+            found_range, begin = found
+            key = (begin, -(match.end() - begin))
+            if best is None or key < (best[0], best[1]):
+                best = (key[0], key[1], found_range)
+            break
+    return best[2] if best is not None else None
+
+
+def _resolve(kind: str, match: re.Match[str], reference: datetime) -> tuple[DateRange, int] | None:
+    """The range `match` means and where its expression starts (lead-ins like "in" dropped)."""
+    groups = match.groupdict()
+    begin = match.start()
+    if kind in ("year", "in_month"):
+        begin = match.start("year" if kind == "year" else "month")
+    month_word = groups.get("month")
+    if (
+        month_word is not None
+        and month_word.lower().rstrip(".") in ("may", "march")
+        and not month_word[0].isupper()
+        and kind in ("month_day", "day_month", "in_month", "last_month_name")
+    ):
+        return None  # lowercase "may"/"march" without a year is a verb
+    today = reference.replace(hour=0, minute=0, second=0, microsecond=0)
+    try:
+        start, end = _span(kind, groups, today)
+    except (ValueError, OverflowError):
+        return None  # e.g. "31 February 2023" or "9999 years ago"
+    if not (MIN_YEAR <= start.year <= MAX_YEAR and start < end):
+        return None
+    return DateRange(start=start, end=end, expression=match.string[begin : match.end()]), begin
+
+
+def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetime, datetime]:
+    one_day = timedelta(days=1)
+    week_start = today - timedelta(days=today.weekday())
+    if kind in ("iso_day", "day_month_year", "month_day_year"):
+        day = today.replace(year=int(_req(g, "year")), month=_month(g), day=int(_req(g, "day")))
+        return day, day + one_day
+    if kind == "month_year":
+        first = today.replace(year=int(_req(g, "year")), month=_month(g), day=1)
+        return first, _add_months(first, 1)
+    if kind == "season_year":
+        first_month, months = _SEASONS[_req(g, "season").lower()]
+        first = today.replace(year=int(_req(g, "year")), month=first_month, day=1)
+        return first, _add_months(first, months)
+    if kind in ("day_month", "month_day"):
+        day = today.replace(month=_month(g), day=int(_req(g, "day")))
+        if day > today:
+            day = day.replace(year=day.year - 1)
+        return day, day + one_day
+    if kind == "year":
+        first = today.replace(year=int(_req(g, "year")), month=1, day=1)
+        return first, first.replace(year=first.year + 1)
+    if kind == "yesterday":
+        return today - one_day, today
+    if kind == "day_before_yesterday":
+        return today - 2 * one_day, today - one_day
+    if kind == "today":
+        return today, today + one_day
+    if kind == "ago":
+        count, unit = _count(g), _req(g, "unit").lower()
+        if unit == "day":
+            day = today - count * one_day
+            return day, day + one_day
+        if unit == "week":
+            start = week_start - timedelta(weeks=count)
+            return start, start + timedelta(weeks=1)
+        if unit == "month":
+            start = _add_months(today.replace(day=1), -count)
+            return start, _add_months(start, 1)
+        start = today.replace(year=today.year - count, month=1, day=1)
+        return start, start.replace(year=start.year + 1)
+    if kind == "past_n":
+        count, unit = _count(g), _req(g, "unit").lower()
+        end = today + one_day
+        if unit == "day":
+            return end - count * one_day, end
+        if unit == "week":
+            return end - timedelta(weeks=count), end
+        if unit == "month":
+            return _add_months(end, -count), end
+        return _add_months(end, -12 * count), end
+    if kind == "past_unit":
+        unit, end = _req(g, "unit").lower(), today + one_day
+        if unit == "week":
+            return end - timedelta(weeks=1), end
+        return _add_months(end, -1 if unit == "month" else -12), end
+    if kind == "last_weekend":
+        saturday = week_start - 2 * one_day
+        return saturday, saturday + 2 * one_day
+    if kind == "last_weekday":
+        back = (today.weekday() - _WEEKDAYS[_req(g, "weekday").lower()]) % 7 or 7
+        day = today - back * one_day
+        return day, day + one_day
+    if kind in ("last_unit", "this_unit"):
+        unit, shift = _req(g, "unit").lower(), -1 if kind == "last_unit" else 0
+        if unit == "week":
+            start = week_start + timedelta(weeks=shift)
+            return start, start + timedelta(weeks=1)
+        if unit == "month":
+            start = _add_months(today.replace(day=1), shift)
+            return start, _add_months(start, 1)
+        start = today.replace(year=today.year + shift, month=1, day=1)
+        return start, start.replace(year=start.year + 1)
+    if kind == "last_season":
+        first_month, months = _SEASONS[_req(g, "season").lower()]
+        start = today.replace(month=first_month, day=1)
+        while _add_months(start, months) > today:
+            start = start.replace(year=start.year - 1)
+        return start, _add_months(start, months)
+    if kind in ("last_month_name", "in_month"):
+        start = today.replace(month=_month(g), day=1)
+        if (kind == "last_month_name" and start.month >= today.month) or start > today:
+            start = start.replace(year=start.year - 1)
+        return start, _add_months(start, 1)
+    raise ValueError(f"unknown time expression kind {kind!r}")
+
+
+def _req(groups: dict[str, str | None], name: str) -> str:
+    value = groups.get(name)
+    if value is None:
+        raise ValueError(f"time expression has no {name}")
+    return value
+
+
+def _month(groups: dict[str, str | None]) -> int:
+    word = _req(groups, "month").lower().rstrip(".")
+    return int(word) if word.isdigit() else _MONTHS[word]
+
+
+def _count(groups: dict[str, str | None]) -> int:
+    word = re.sub(r"\s+", " ", _req(groups, "count").lower())
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word]
+
+
+def _add_months(moment: datetime, months: int) -> datetime:
+    """`moment` (the first of a month) moved by whole months."""
+    index = moment.year * 12 + moment.month - 1 + months
+    return moment.replace(year=index // 12, month=index % 12 + 1)

@@ -1,0 +1,110 @@
+"""Importers: parse conversation exports and benchmark data into sessions. No database access.
+
+User-facing formats (the `import` command) go through `read_sessions(path, fmt)`; the
+benchmark loaders (`load_locomo`, `load_beam`, `load_longmemeval`) are used by the bench
+harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from smartsearch_mcp.importers.beam import BeamConversation, BeamQuestion, load_beam
+from smartsearch_mcp.importers.chatgpt import parse_chatgpt_export, read_chatgpt
+from smartsearch_mcp.importers.claude import parse_claude_export, read_claude
+from smartsearch_mcp.importers.jsonl import parse_jsonl_lines, read_jsonl
+from smartsearch_mcp.importers.locomo import (
+    LocomoConversation,
+    LocomoQuestion,
+    load_locomo,
+    parse_evidence,
+)
+from smartsearch_mcp.importers.longmemeval import LongMemEvalRecord, load_longmemeval
+from smartsearch_mcp.types import InputError, SessionInput
+
+__all__ = [
+    "FORMATS",
+    "BeamConversation",
+    "BeamQuestion",
+    "ImportFormat",
+    "ImportedSession",
+    "LocomoConversation",
+    "LocomoQuestion",
+    "LongMemEvalRecord",
+    "load_beam",
+    "load_locomo",
+    "load_longmemeval",
+    "parse_chatgpt_export",
+    "parse_claude_export",
+    "parse_evidence",
+    "parse_jsonl_lines",
+    "read_chatgpt",
+    "read_claude",
+    "read_jsonl",
+    "read_sessions",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedSession:
+    """A session read from a file, with the namespace the file gave it (None: the caller's)."""
+
+    namespace: str | None
+    session: SessionInput
+
+
+@dataclass(frozen=True, slots=True)
+class ImportFormat:
+    """A user-facing import format: its name, a one-line description, and its reader."""
+
+    name: str
+    description: str
+    read: Callable[[Path], Iterator[ImportedSession]]
+
+
+def _read_jsonl_sessions(path: Path) -> Iterator[ImportedSession]:
+    return iter([ImportedSession(namespace, session) for namespace, session in read_jsonl(path)])
+
+
+def _read_chatgpt_sessions(path: Path) -> Iterator[ImportedSession]:
+    return iter([ImportedSession(None, session) for session in read_chatgpt(path)])
+
+
+def _read_claude_sessions(path: Path) -> Iterator[ImportedSession]:
+    return iter([ImportedSession(None, session) for session in read_claude(path)])
+
+
+FORMATS: dict[str, ImportFormat] = {
+    fmt.name: fmt
+    for fmt in (
+        ImportFormat(
+            "jsonl",
+            "one turn per line, as written by `export` ({'text': ..., 'session_id': ...})",
+            _read_jsonl_sessions,
+        ),
+        ImportFormat(
+            "chatgpt",
+            "ChatGPT data export: conversations.json or the export .zip",
+            _read_chatgpt_sessions,
+        ),
+        ImportFormat(
+            "claude",
+            "Claude.ai data export: conversations.json or the export .zip",
+            _read_claude_sessions,
+        ),
+    )
+}
+
+
+def read_sessions(path: str | Path, fmt: str) -> Iterator[ImportedSession]:
+    """Read the sessions in `path` using import format `fmt` (a key of FORMATS).
+
+    The whole file is parsed and checked before this returns, so a bad file raises InputError
+    before any session is handed out.
+    """
+    import_format = FORMATS.get(fmt)
+    if import_format is None:
+        raise InputError(f"unknown import format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    return import_format.read(Path(path))

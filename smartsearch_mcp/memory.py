@@ -1,0 +1,145 @@
+"""The memory service: one store, one configuration, lazily loaded models, the recall pipeline.
+
+The MCP tools, the CLI and the benchmark all go through `Memory`, so a benchmark measures
+exactly the code path an agent uses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.dates import parse_timestamp
+from smartsearch_mcp.models import ModelRegistry
+from smartsearch_mcp.pipeline.recall import RecallPipeline
+from smartsearch_mcp.store import SQLiteStore, check_name
+from smartsearch_mcp.types import (
+    ForgetResult,
+    InputError,
+    RecallResult,
+    RememberResult,
+    Scope,
+    TurnInput,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 10_000
+MAX_TOKENS_LIMIT = 200_000
+MIN_TOKENS = 16
+
+
+class Memory:
+    """Remember, recall and forget over one database."""
+
+    def __init__(
+        self, store: SQLiteStore, config: Config, models: ModelRegistry, namespace: str
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.models = models
+        self.namespace = check_name("namespace", namespace)
+        self.pipeline = RecallPipeline(store, config, models)
+
+    @classmethod
+    async def open(
+        cls, config: Config, db_path: str | Path, namespace: str | None = None
+    ) -> Memory:
+        store = await SQLiteStore.open(
+            db_path,
+            busy_timeout_ms=config.store.busy_timeout_ms,
+            max_turns_per_call=config.store.max_turns_per_call,
+            max_text_chars=config.store.max_text_chars,
+        )
+        models = ModelRegistry.from_config(config)
+        return cls(store, config, models, namespace or config.scope.default_namespace)
+
+    async def close(self) -> None:
+        await self.store.close()
+
+    def resolve_namespace(self, namespace: str | None) -> str:
+        return self.namespace if namespace is None else check_name("namespace", namespace)
+
+    def recall_namespaces(self, namespace: str | None) -> tuple[str, ...]:
+        """The namespaces a recall searches: the given (or default) one, plus the global one
+        when configured."""
+        primary = self.resolve_namespace(namespace)
+        scope = self.config.scope
+        if scope.include_global and primary != scope.global_namespace:
+            return (primary, scope.global_namespace)
+        return (primary,)
+
+    async def remember(
+        self,
+        turns: Sequence[TurnInput],
+        session_id: str | None = None,
+        namespace: str | None = None,
+    ) -> RememberResult:
+        result = await self.store.remember(self.resolve_namespace(namespace), session_id, turns)
+        self.pipeline.invalidate()
+        return result
+
+    async def recall(
+        self,
+        query: str,
+        max_tokens: int | None = None,
+        namespace: str | None = None,
+        session_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        reference: datetime | None = None,
+    ) -> RecallResult:
+        """Recall passages for `query` within `max_tokens`. `reference` is the moment
+        relative dates in the query ("last week") are read against (default: now)."""
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("query must be a non-empty string (a question or keywords)")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InputError(f"query is longer than {MAX_QUERY_CHARS} characters; shorten it")
+        budget = self.config.truncation.max_tokens if max_tokens is None else max_tokens
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise InputError("max_tokens must be an integer")
+        if not MIN_TOKENS <= budget <= MAX_TOKENS_LIMIT:
+            raise InputError(
+                f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS_LIMIT}, got {budget}"
+            )
+        scope = Scope(
+            namespaces=self.recall_namespaces(namespace),
+            session_id=check_name("session_id", session_id) if session_id else None,
+            since=_parse_bound("since", since),
+            until=_parse_bound("until", until),
+        )
+        if scope.since and scope.until and scope.since >= scope.until:
+            raise InputError("since must be earlier than until")
+        return await self.pipeline.recall(query, scope, budget, reference)
+
+    async def forget(
+        self,
+        ids: Sequence[int] | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        confirm: bool = False,
+    ) -> ForgetResult:
+        ns = self.resolve_namespace(namespace)
+        whole = not ids and not session_id
+        if whole and not confirm:
+            count = (await self.store.namespaces()).get(ns, 0)
+            raise InputError(
+                f"no ids or session_id given: this would delete the whole namespace {ns!r} "
+                f"({count} turns). Call again with confirm=true to do that."
+            )
+        result = await self.store.forget(ns, ids=ids, session_id=session_id, whole_namespace=whole)
+        self.pipeline.invalidate()
+        return result
+
+
+def _parse_bound(name: str, value: str | None) -> datetime | None:
+    if value is None or value == "":
+        return None
+    try:
+        moment = parse_timestamp(value)
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from exc
+    return moment.replace(tzinfo=None) if moment.tzinfo is None else moment

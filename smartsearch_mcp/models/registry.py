@@ -1,0 +1,265 @@
+"""Lazy, thread-safe loading of the configured models, degrading with warnings.
+
+A `ModelRegistry` loads each model on first use (or in `preload`'s background thread) and
+remembers the outcome: a model that failed is not retried on every query, and its warning is
+reported with every recall (`warnings`). Recall never fails because a model is missing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
+
+from smartsearch_mcp.config import ModelsConfig, NlpConfig
+from smartsearch_mcp.models.resolve import ModelLocation, describe_load_error, resolve_model
+from smartsearch_mcp.models.scorers import (
+    BiEncoderScorer,
+    ColbertBackend,
+    ColbertScorer,
+    CrossEncoderScorer,
+    Importer,
+)
+
+if TYPE_CHECKING:
+    from smartsearch_mcp.config import Config
+    from smartsearch_mcp.types import Scorer
+
+log = logging.getLogger(__name__)
+
+ScorerKind = Literal["cross_encoder", "colbert", "bi_encoder"]
+ModelKind = Literal["cross_encoder", "colbert", "bi_encoder", "spacy"]
+SCORER_KINDS: tuple[ScorerKind, ...] = get_args(ScorerKind)
+MODEL_KINDS: tuple[ModelKind, ...] = get_args(ModelKind)
+
+LABELS: dict[str, str] = {
+    "cross_encoder": "Cross-encoder ranker",
+    "colbert": "ColBERT ranker",
+    "bi_encoder": "Bi-encoder (dense retrieval)",
+    "spacy": "spaCy NER",
+}
+
+# spaCy components recall needs: NER, POS tags and lemmas. The parser is the slowest and is
+# not needed.
+SPACY_EXCLUDE: tuple[str, ...] = ("parser",)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStatus:
+    """The outcome of loading one model, for `warnings`, `models` and `doctor`."""
+
+    kind: str
+    name: str
+    location: str | None
+    ok: bool
+    message: str | None = None  # the warning when not ok; a note (fallbacks taken) when ok
+    load_seconds: float | None = None
+
+
+def configure_torch(
+    threads: int = 0, *, parallel_scorers: int = 1, importer: Importer = importlib.import_module
+) -> int:
+    """Set torch's intra-op thread count; returns the count set.
+
+    `threads` is the CPU budget (0: every core). Scorers run at the same time in
+    `parallel_scorers` worker threads and each torch call fans out over the intra-op pool, so
+    every call gets `max(1, threads // parallel_scorers)` threads: on a 2-core laptop running
+    the cross-encoder and ColBERT together that is 1 each, instead of 4 threads fighting over
+    2 cores (oversubscription makes both slower than running them one after the other).
+    """
+    budget = threads if threads > 0 else (os.cpu_count() or 1)
+    per_scorer = max(1, budget // max(1, parallel_scorers))
+    torch = importer("torch")
+    if torch.get_num_threads() != per_scorer:
+        torch.set_num_threads(per_scorer)
+        log.info(
+            "torch intra-op threads: %d (%d cores, %d parallel scorers)",
+            per_scorer,
+            budget,
+            parallel_scorers,
+        )
+    return per_scorer
+
+
+@dataclass
+class _Slot:
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    done: bool = False
+    value: Any = None
+    status: ModelStatus | None = None
+
+
+class ModelRegistry:
+    """Loads and holds the configured models; one instance per server, passed to the pipeline.
+
+    Every getter is safe to call from any thread. The first call for a model loads it (other
+    callers wait, unless `wait=False`); later calls return the remembered model or None.
+    """
+
+    def __init__(
+        self,
+        models: ModelsConfig,
+        nlp: NlpConfig | None = None,
+        *,
+        parallel_scorers: int = 1,
+        allow_download: bool = True,
+        colbert_backend: ColbertBackend = "auto",
+        importer: Importer = importlib.import_module,
+    ) -> None:
+        self.models = models
+        self.nlp = nlp if nlp is not None else NlpConfig()
+        self.parallel_scorers = parallel_scorers
+        self.allow_download = allow_download
+        self.colbert_backend = colbert_backend
+        self._importer = importer
+        self._slots: dict[str, _Slot] = {kind: _Slot() for kind in MODEL_KINDS}
+        self._torch_lock = threading.Lock()
+        self._torch_configured = False
+
+    @classmethod
+    def from_config(cls, config: Config, **options: Any) -> ModelRegistry:
+        """A registry for a full `Config` (parallel scorers from `rank.max_parallel`)."""
+        options.setdefault("parallel_scorers", config.rank.max_parallel)
+        return cls(config.models, config.nlp, **options)
+
+    def get_scorer(self, kind: ScorerKind, *, wait: bool = True) -> Scorer | None:
+        """The scorer of that kind, or None when it cannot be loaded (see `warnings`).
+
+        With `wait=False`, returns None at once while another thread is still loading it.
+        """
+        if kind not in SCORER_KINDS:
+            raise ValueError(f"unknown scorer kind {kind!r}; known: {', '.join(SCORER_KINDS)}")
+        return cast("Scorer | None", self._get(kind, wait))
+
+    def get_bi_encoder(self, *, wait: bool = True) -> BiEncoderScorer | None:
+        """The bi-encoder with its `embed`/`embed_query`, or None when unavailable."""
+        return cast("BiEncoderScorer | None", self._get("bi_encoder", wait))
+
+    def get_nlp(self, *, wait: bool = True) -> Any | None:
+        """The first spaCy pipeline of `nlp.spacy_models` that loads, or None (the analyzer
+        then uses its rule-based extractor)."""
+        return self._get("spacy", wait)
+
+    def preload(self, kinds: Iterable[str]) -> threading.Thread:
+        """Load models in a background daemon thread (e.g. after the MCP handshake), so the
+        first recall does not pay for it. Returns the started thread."""
+        wanted = [kind for kind in kinds if kind in self._slots]
+        thread = threading.Thread(
+            target=self._preload, args=(wanted,), name="smartsearch-preload", daemon=True
+        )
+        thread.start()
+        return thread
+
+    def status(self, kind: str) -> ModelStatus | None:
+        """How loading that model went, or None when it was not tried yet."""
+        return self._slots[kind].status
+
+    def statuses(self) -> list[ModelStatus]:
+        """The status of every model tried so far, in kind order."""
+        return [slot.status for slot in self._slots.values() if slot.status is not None]
+
+    @property
+    def warnings(self) -> list[str]:
+        """One warning per model that could not be loaded (to report with each recall)."""
+        return [s.message for s in self.statuses() if not s.ok and s.message]
+
+    def _preload(self, kinds: list[str]) -> None:
+        for kind in kinds:
+            self._get(kind, wait=True)
+
+    def _get(self, kind: str, wait: bool) -> Any | None:
+        slot = self._slots[kind]
+        if slot.done:
+            return slot.value
+        if not slot.lock.acquire(blocking=wait):
+            return None
+        try:
+            if not slot.done:
+                slot.value, slot.status = self._load(kind)
+                slot.done = True
+                level = logging.INFO if slot.status.ok else logging.WARNING
+                log.log(level, "%s: %s", kind, slot.status.message or "loaded")
+            return slot.value
+        finally:
+            slot.lock.release()
+
+    def _load(self, kind: str) -> tuple[Any | None, ModelStatus]:
+        if kind == "spacy":
+            return self._load_spacy()
+        name = getattr(self.models, kind)
+        label = LABELS[kind]
+        location: ModelLocation | None = None
+        started = time.perf_counter()
+        try:
+            location = resolve_model(name, label=label, allow_download=self.allow_download)
+            self._configure_torch()
+            scorer = self._load_scorer(kind, location)
+        except Exception as exc:  # any load failure becomes a recorded warning; recall degrades
+            message = describe_load_error(label, location, exc)
+            log.debug("%s failed to load", kind, exc_info=True)
+            where = location.describe() if location else None
+            return None, ModelStatus(kind, name, where, ok=False, message=message)
+        seconds = time.perf_counter() - started
+        note = f"backend: {scorer.backend}" if isinstance(scorer, ColbertScorer) else None
+        return scorer, ModelStatus(kind, name, location.describe(), True, note, seconds)
+
+    def _load_scorer(self, kind: str, location: ModelLocation) -> Any:
+        common: dict[str, Any] = {
+            "device": self.models.device,
+            "batch_size": self.models.batch_size,
+            "importer": self._importer,
+        }
+        if kind == "cross_encoder":
+            return CrossEncoderScorer.load(location, **common)
+        if kind == "colbert":
+            return ColbertScorer.load(location, backend=self.colbert_backend, **common)
+        return BiEncoderScorer.load(location, **common)
+
+    def _configure_torch(self) -> None:
+        with self._torch_lock:
+            if not self._torch_configured:
+                configure_torch(
+                    self.models.torch_threads,
+                    parallel_scorers=self.parallel_scorers,
+                    importer=self._importer,
+                )
+                self._torch_configured = True
+
+    def _load_spacy(self) -> tuple[Any | None, ModelStatus]:
+        names = self.nlp.spacy_models
+        label = LABELS["spacy"]
+        started = time.perf_counter()
+        failures: list[str] = []
+        try:
+            spacy = self._importer("spacy")
+        except ImportError as exc:
+            message = describe_load_error(label, None, exc)
+            return None, ModelStatus("spacy", ", ".join(names), None, ok=False, message=message)
+        for name in names:
+            try:
+                nlp = spacy.load(name, exclude=list(SPACY_EXCLUDE))
+            except Exception as exc:  # a model that fails to load: note it, try the next one
+                failures.append(f"{name}: {_spacy_error(exc)}")
+                continue
+            note = "fell back past " + "; ".join(failures) if failures else None
+            seconds = time.perf_counter() - started
+            location = str(getattr(nlp, "path", None) or name)
+            return nlp, ModelStatus("spacy", name, location, True, note, seconds)
+        tried = "; ".join(failures) if failures else "no spaCy model configured (nlp.spacy_models)"
+        message = (
+            f"{label} unavailable, using rule-based entity extraction: {tried} "
+            "(pip install 'smartsearch-mcp[offline]' or python -m spacy download en_core_web_sm)"
+        )
+        return None, ModelStatus("spacy", ", ".join(names), None, ok=False, message=message)
+
+
+def _spacy_error(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "[E050]" in text:  # spaCy's "Can't find model": say it plainly
+        return "not installed"
+    return f"{type(exc).__name__}: {text}"

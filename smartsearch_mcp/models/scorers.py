@@ -1,0 +1,242 @@
+"""The learned rankers behind the `Scorer` protocol: cross-encoder, ColBERT, bi-encoder.
+
+Each scorer wraps one loaded model and is safe to call from several threads: the pipeline runs
+scorers in anyio worker threads, and a fast tokenizer must not be used by two threads at once
+("Already borrowed"), so every model call holds the scorer's own lock. Different scorers run
+in parallel.
+
+Heavy libraries are imported inside `load`, through an `importer` (tests swap it to simulate a
+missing package); heavy objects are typed `Any` so this module imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from smartsearch_mcp.models.resolve import ModelLocation, model_identity
+
+log = logging.getLogger(__name__)
+
+Importer = Callable[[str], Any]
+ColbertBackend = Literal["auto", "pylate", "sentence_transformers"]
+
+
+class CrossEncoderScorer:
+    """Scores (query, text) pairs jointly with a sentence-transformers CrossEncoder.
+
+    Returns the raw logits (no sigmoid): rank fusion only needs the order, and raw values
+    keep their spread for score-adaptive truncation.
+    """
+
+    name: str = "cross_encoder"
+
+    def __init__(self, model: Any, identity: Any, *, batch_size: int = 32) -> None:
+        self._model = model
+        self._identity = identity  # torch.nn.Identity(): predict() then returns logits
+        self._batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls,
+        location: ModelLocation,
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        importer: Importer = importlib.import_module,
+    ) -> CrossEncoderScorer:
+        """Load a cross-encoder with one output (e.g. an MS MARCO reranker)."""
+        torch = importer("torch")
+        sentence_transformers = importer("sentence_transformers")
+        model = sentence_transformers.CrossEncoder(
+            location.path, device=device, local_files_only=location.local_files_only
+        )
+        labels = getattr(model, "num_labels", 1)
+        if labels != 1:
+            raise ValueError(
+                f"a cross-encoder ranker needs one output (num_labels=1), got {labels}"
+            )
+        return cls(model, torch.nn.Identity(), batch_size=batch_size)
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance logit per text, in input order."""
+        if not texts:
+            return []
+        pairs = [(query, text) for text in texts]
+        with self._lock:
+            logits = self._model.predict(
+                pairs,
+                batch_size=self._batch_size,
+                show_progress_bar=False,
+                activation_fn=self._identity,
+                convert_to_numpy=True,
+            )
+        return [float(x) for x in np.asarray(logits, dtype=np.float64).reshape(len(texts))]
+
+
+class ColbertScorer:
+    """Late interaction: query and texts are encoded to one vector per token; a text's score
+    is MaxSim, the sum over query tokens of the best dot product with any of its tokens.
+
+    Two backends load the same checkpoints (PyLate format or Stanford ColBERT):
+    sentence-transformers >= 6 `MultiVectorEncoder`, and `pylate.models.ColBERT` (pylate 1.x
+    pins sentence-transformers 5.x). "auto" picks the former when available. No index is
+    built, so pylate's fast-plaid is never needed.
+    """
+
+    name: str = "colbert"
+
+    def __init__(self, model: Any, backend: str, *, batch_size: int = 32) -> None:
+        self._model = model
+        self.backend = backend
+        self._batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls,
+        location: ModelLocation,
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        backend: ColbertBackend = "auto",
+        importer: Importer = importlib.import_module,
+    ) -> ColbertScorer:
+        """Load a ColBERT checkpoint with the chosen (or the available) backend."""
+        if backend == "auto":
+            sentence_transformers = importer("sentence_transformers")
+            native = getattr(sentence_transformers, "MultiVectorEncoder", None)
+            backend = "sentence_transformers" if native is not None else "pylate"
+        if backend == "sentence_transformers":
+            encoder = importer("sentence_transformers").MultiVectorEncoder
+            model = encoder(
+                location.path, device=device, local_files_only=location.local_files_only
+            )
+        else:
+            pylate_models = importer("pylate.models")
+            model = pylate_models.ColBERT(
+                location.path, device=device, local_files_only=location.local_files_only
+            )
+        log.debug("ColBERT %s loaded with the %s backend", location.name, backend)
+        return cls(model, backend, batch_size=batch_size)
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One MaxSim score per text, in input order."""
+        if not texts:
+            return []
+        with self._lock:
+            query_tokens, text_tokens = self._encode(query, list(texts))
+        return maxsim(query_tokens, text_tokens)
+
+    def _encode(self, query: str, texts: list[str]) -> tuple[Any, list[Any]]:
+        options: dict[str, Any] = {"batch_size": self._batch_size, "show_progress_bar": False}
+        if self.backend == "sentence_transformers":
+            query_tokens = self._model.encode_query([query], **options)[0]
+            text_tokens = list(self._model.encode_document(texts, **options))
+        else:
+            query_tokens = self._model.encode([query], is_query=True, **options)[0]
+            text_tokens = list(self._model.encode(texts, is_query=False, **options))
+        return query_tokens, text_tokens
+
+
+class BiEncoderScorer:
+    """Cosine similarity of normalized sentence embeddings (SentenceTransformer).
+
+    Also the embedder for dense retrieval: `embed` turns, `embed_query` the query. `model_id`
+    names the weights and dimension, for keying cached embeddings.
+    """
+
+    name: str = "bi_encoder"
+
+    def __init__(self, model: Any, *, model_id: str, batch_size: int = 32) -> None:
+        self._model = model
+        self._batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+        self.dimension = _embedding_dimension(model)
+        self.model_id = f"{model_id}:{self.dimension}"
+
+    @classmethod
+    def load(
+        cls,
+        location: ModelLocation,
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        importer: Importer = importlib.import_module,
+    ) -> BiEncoderScorer:
+        """Load a sentence-embedding model."""
+        sentence_transformers = importer("sentence_transformers")
+        model = sentence_transformers.SentenceTransformer(
+            location.path, device=device, local_files_only=location.local_files_only
+        )
+        return cls(model, model_id=model_identity(location), batch_size=batch_size)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit-length float32 embeddings, shape (len(texts), dimension)."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        encode = getattr(self._model, "encode_document", None) or self._model.encode
+        with self._lock:
+            vectors = encode(
+                list(texts),
+                batch_size=self._batch_size,
+                show_progress_bar=False,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+            )
+        return np.asarray(vectors, dtype=np.float32).reshape(len(texts), self.dimension)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The unit-length float32 embedding of a query, shape (dimension,)."""
+        encode = getattr(self._model, "encode_query", None) or self._model.encode
+        with self._lock:
+            vectors = encode(
+                [text], show_progress_bar=False, convert_to_numpy=True, normalize_embeddings=True
+            )
+        return np.asarray(vectors, dtype=np.float32).reshape(self.dimension)
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """Cosine similarity of the query with each text, in input order."""
+        if not texts:
+            return []
+        scores = self.embed(texts) @ self.embed_query(query)
+        return [float(x) for x in scores]
+
+
+def maxsim(query_tokens: Any, texts_tokens: Sequence[Any]) -> list[float]:
+    """ColBERT MaxSim: for each text, sum over query token vectors of the largest dot product
+    with the text's token vectors. Accepts numpy arrays or (CPU or GPU) torch tensors."""
+    query = _as_array(query_tokens)
+    scores: list[float] = []
+    for tokens in texts_tokens:
+        text = _as_array(tokens)
+        if text.shape[0] == 0 or query.shape[0] == 0:
+            scores.append(0.0)
+            continue
+        scores.append(float((query @ text.T).max(axis=1).sum()))
+    return scores
+
+
+def _as_array(values: Any) -> np.ndarray:
+    if hasattr(values, "detach"):  # a torch tensor, maybe on a GPU
+        values = values.detach().float().cpu().numpy()
+    array = np.asarray(values, dtype=np.float32)
+    return array.reshape(-1, array.shape[-1]) if array.ndim != 2 else array
+
+
+def _embedding_dimension(model: Any) -> int:
+    # sentence-transformers 6 renamed get_sentence_embedding_dimension to get_embedding_dimension.
+    for method in ("get_embedding_dimension", "get_sentence_embedding_dimension"):
+        getter = getattr(model, method, None)
+        if getter is not None:
+            dimension = getter()
+            if dimension:
+                return int(dimension)
+    probe = model.encode(["dimension probe"], convert_to_numpy=True)
+    return int(np.asarray(probe).shape[-1])

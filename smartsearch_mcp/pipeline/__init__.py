@@ -1,0 +1,1 @@
+"""Recall stages: analyze, retrieve, expand, rank, truncate."""

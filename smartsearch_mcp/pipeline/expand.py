@@ -1,0 +1,57 @@
+"""Stage 3: expand (multi-hop). Entities named in the first hits, next to the query's own
+entities, are searched again; what they find joins the candidates, with the hop recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
+from smartsearch_mcp.pipeline.lexical import compile_terms, find_entity_mentions
+from smartsearch_mcp.pipeline.retrieve import Corpus
+from smartsearch_mcp.types import Hop
+
+
+def expand_entities(
+    analysis: QueryAnalysis,
+    corpus: Corpus,
+    first_hits: Sequence[int],
+    base_scores: Sequence[float],
+    nlp: Any | None,
+    max_entities: int,
+    per_entity: int,
+    exclude: set[int],
+) -> tuple[list[int], list[Hop]]:
+    """Passages (corpus indices) found by searching the entities discovered in `first_hits`.
+
+    Each entity adds at most `per_entity` passages not in `exclude`, preferring those that
+    also match the query (`base_scores`). Returns the added indices and one Hop per entity
+    that added something.
+    """
+    if max_entities <= 0 or per_entity <= 0 or not first_hits:
+        return [], []
+    mentions = find_entity_mentions(
+        analysis, [corpus.texts[i] for i in first_hits], nlp, max_entities
+    )
+    added: list[int] = []
+    hops: list[Hop] = []
+    taken = set(exclude)
+    for mention in mentions:
+        matcher = compile_terms([WeightedTerm(mention.text.lower(), 1.0, "entity")])
+        found = [
+            i for i, text in enumerate(corpus.lowered) if i not in taken and matcher.score(text) > 0
+        ]
+        found.sort(key=lambda i: (-base_scores[i], i))
+        chosen = found[:per_entity]
+        if not chosen:
+            continue
+        taken.update(chosen)
+        added.extend(chosen)
+        hops.append(
+            Hop(
+                entity=mention.text,
+                found_in=sorted({corpus.passages[first_hits[h]].turn.id for h in mention.hits}),
+                turn_ids=[corpus.passages[i].turn.id for i in chosen],
+            )
+        )
+    return added, hops

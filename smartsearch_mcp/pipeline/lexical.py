@@ -1,0 +1,351 @@
+"""Index-free lexical matching: NER-weighted grep over raw turns, pseudo-relevance feedback
+and entity discovery for multi-hop expansion. Pure functions over strings.
+
+`grep_score` is the core of candidate retrieval: a text scores the summed weights of the
+distinct query terms it contains. Matching is case-insensitive and word-boundary aware;
+entities match as whole phrases, other words also in their English inflections.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from smartsearch_mcp.pipeline.analyze import (
+    CALENDAR_WORDS,
+    NAMED_LABELS,
+    QueryAnalysis,
+    WeightedTerm,
+    clean_entity_text,
+    extract_entities_rules,
+    is_stopword,
+    light_stem,
+    sanitize_text,
+    tokenize_words,
+)
+
+# A term found n times scores weight * (1 + REPEAT_BONUS * ln(n)), n capped at REPEAT_CAP.
+REPEAT_BONUS = 0.1
+REPEAT_CAP = 20
+PRF_WEIGHT = 0.5
+
+_VOWELS = frozenset("aeiou")
+# Inflectional endings added back to a word or stem ("paint" -> "painted", "paintings").
+_SUFFIXES = "e|es|ed|er|ers|est|ing|ings|s"
+_DOUBLED_SUFFIXES = "ed|er|ers|est|ing|ings"
+_PHRASE_GAP = r"\W{1,3}"  # between the words of a phrase: "New York", "Dr. Jon", "New-York"
+
+
+# (weight, group, literal, pattern); the literal occurs in every lowercased text the pattern
+# matches, so `literal in text` is a cheap precheck.
+_Compiled = tuple[float, int, str, re.Pattern[str]]
+_REPEAT_FACTORS = tuple(
+    1.0 + REPEAT_BONUS * math.log(n) if n else 0.0 for n in range(REPEAT_CAP + 1)
+)
+
+
+class TermMatcher:
+    """Weighted terms compiled for fast scoring of many texts (see `compile_terms`)."""
+
+    __slots__ = ("_compiled", "_grouped", "_prefilter", "terms")
+
+    def __init__(self, terms: Sequence[WeightedTerm]) -> None:
+        self.terms: tuple[WeightedTerm, ...] = tuple(t for t in terms if t.term and t.weight > 0)
+        groups: dict[str, int] = {}
+        compiled: list[_Compiled] = []
+        for term in self.terms:
+            group = groups.setdefault(term.group_key, len(groups))
+            literal, pattern = term_pattern(term)
+            compiled.append((term.weight, group, literal, re.compile(pattern)))
+        self._compiled: tuple[_Compiled, ...] = tuple(compiled)
+        self._grouped = len(groups) < len(compiled)
+        literals = sorted({c[2] for c in compiled}, key=len, reverse=True)
+        self._prefilter: re.Pattern[str] | None = (
+            re.compile("|".join(re.escape(lit) for lit in literals)) if literals else None
+        )
+
+    def __repr__(self) -> str:
+        return f"TermMatcher({[t.term for t in self.terms]!r})"
+
+    def score(self, text: str) -> float:
+        """See `grep_score`."""
+        if self._prefilter is None:
+            return 0.0
+        low = text.lower()
+        if self._prefilter.search(low) is None:
+            return 0.0
+        if not self._grouped:
+            total = 0.0
+            for weight, _, literal, pattern in self._compiled:
+                if literal in low:
+                    total += weight * _REPEAT_FACTORS[_count(literal, pattern, low)]
+            return total
+        best: dict[int, float] = {}
+        for weight, group, literal, pattern in self._compiled:
+            if literal in low:
+                value = weight * _REPEAT_FACTORS[_count(literal, pattern, low)]
+                if value > best.get(group, 0.0):
+                    best[group] = value
+        return sum(best.values())
+
+    def matched(self, text: str) -> list[WeightedTerm]:
+        """The terms found in `text`, in matcher order."""
+        low = text.lower()
+        return [
+            term
+            for term, (_, _, literal, pattern) in zip(self.terms, self._compiled, strict=True)
+            if literal in low and pattern.search(low) is not None
+        ]
+
+
+def _count(literal: str, pattern: re.Pattern[str], low: str) -> int:
+    """How many times `pattern` matches `low`, capped at REPEAT_CAP."""
+    if low.count(literal) == 1:
+        return 1 if pattern.search(low) is not None else 0
+    count = 0
+    for _ in pattern.finditer(low):
+        count += 1
+        if count >= REPEAT_CAP:
+            break
+    return count
+
+
+def compile_terms(terms: QueryAnalysis | Iterable[WeightedTerm]) -> TermMatcher:
+    """Compile an analysis's terms (or any weighted terms) into a `TermMatcher`."""
+    return TermMatcher(tuple(terms.terms if isinstance(terms, QueryAnalysis) else terms))
+
+
+def grep_score(matcher: TermMatcher, text: str) -> float:
+    """Sum over the distinct terms found in `text` of their weight.
+
+    Terms of one group (a word and its lemma) count once, at the best weight found. A term
+    found n times gets a small sublinear bonus (1 + 0.1 ln n, n capped at 20). A multiword
+    entity found whole scores its phrase weight on top of its words' weights: that is the
+    full-match bonus. 0.0 when nothing matches.
+    """
+    return matcher.score(text)
+
+
+def matched_terms(matcher: TermMatcher, text: str) -> list[WeightedTerm]:
+    """The matcher's terms that occur in `text` (for explanations and diagnostics)."""
+    return matcher.matched(text)
+
+
+def term_pattern(term: WeightedTerm) -> tuple[str, str]:
+    """(literal, regex) for one term, both lowercase: the regex runs on lowercased text and
+    starts with the literal, a substring every match contains.
+
+    Words match whole (no letter, digit or underscore either side); phrases allow one to
+    three non-word characters between words ("New York", "New-York", "Dr. Jon"); numbers do
+    not match inside longer numbers ("3" is not found in "3.5"); inflected words also match
+    their English inflections ("paint" -> "painted", "paintings").
+    """
+    text = term.term.lower()
+    words = re.findall(r"\w+", text)
+    if len(words) > 1:
+        rest = "".join(_PHRASE_GAP + re.escape(w) for w in words[1:])
+        return words[0], _word_start(words[0]) + rest + r"(?!\w)"
+    if text.isdigit():
+        return text, _word_start(text, r"[\w.,]") + r"(?![.,]?\d)(?!\w)"
+    if term.inflect and text.isalpha() and len(text) >= 3:
+        literal, endings = _inflected(text)
+        return literal, _word_start(literal) + endings + r"(?!\w)"
+    return text, _word_start(text) + r"(?!\w)"
+
+
+def _word_start(literal: str, before: str = r"\w") -> str:
+    """`literal` not preceded by a `before` character. The look-behind follows the literal
+    so that the regex engine can jump to occurrences of the literal (a leading look-behind
+    makes searches about seven times slower)."""
+    escaped = re.escape(literal)
+    if not literal or not (literal[0].isalnum() or literal[0] == "_"):
+        return escaped  # no word boundary to check before a symbol
+    return f"{escaped}(?<!{before}{escaped})"
+
+
+def _inflected(word: str) -> tuple[str, str]:
+    """(literal, regex endings) matching `word` and its regular inflections."""
+    if word.endswith("y") and len(word) > 3 and word[-2] not in _VOWELS:
+        return word[:-1], "(?:y|ies|ied|ier|iest|ying)"  # study -> studies, studied
+    if word.endswith("e") and len(word) > 3:
+        return word[:-1], "(?:" + _SUFFIXES + ")"  # bake -> bakes, baked, baker, baking
+    last = word[-1]
+    if last not in _VOWELS and last not in "wxy" and word[-2] in _VOWELS:
+        # run -> running, stop -> stopped: the final consonant may double
+        doubled = re.escape(last) + "(?:" + _DOUBLED_SUFFIXES + ")"
+        return word, "(?:" + _SUFFIXES + "|" + doubled + ")?"
+    return word, "(?:" + _SUFFIXES + ")?"
+
+
+# --- Pseudo-relevance feedback --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    """Document frequencies of words over the searched turns, for PRF's idf."""
+
+    doc_freq: Mapping[str, int]
+    total_docs: int
+
+    @classmethod
+    def from_texts(
+        cls, texts: Iterable[str], vocabulary: Collection[str] | None = None
+    ) -> CorpusStats:
+        """Count, for each word (or each word of `vocabulary`), the texts containing it."""
+        counts: Counter[str] = Counter()
+        wanted = set(vocabulary) if vocabulary is not None else None
+        total = 0
+        for text in texts:
+            total += 1
+            words = set(tokenize_words(text))
+            counts.update(words if wanted is None else words & wanted)
+        return cls(doc_freq=dict(counts), total_docs=total)
+
+
+def select_prf_terms(
+    analysis: QueryAnalysis,
+    top_texts: Sequence[str],
+    corpus: CorpusStats,
+    n_terms: int,
+    weight: float = PRF_WEIGHT,
+) -> list[WeightedTerm]:
+    """Expansion terms from pseudo-relevance feedback: words frequent in the top hits and rare
+    in the corpus.
+
+    A word scores (share of top texts containing it) x idf, idf = ln(1 + (N - df + 0.5) /
+    (df + 0.5)). Stopwords, numbers, words under three letters and the query's own words
+    (and their stems) are skipped; with three or more top texts a word must occur in at
+    least two of them. The best word weighs `weight`, the others down to half of it.
+    """
+    if n_terms <= 0 or not top_texts:
+        return []
+    excluded = _query_words(analysis)
+    in_top: Counter[str] = Counter()
+    for text in top_texts:
+        in_top.update({w for w in tokenize_words(text) if _prf_eligible(w, excluded)})
+    min_docs = 2 if len(top_texts) >= 3 else 1
+    scored: list[tuple[float, str]] = []
+    for word, hits in in_top.items():
+        if hits < min_docs:
+            continue
+        df = max(corpus.doc_freq.get(word, 0), hits)
+        total = max(corpus.total_docs, df)
+        idf = math.log(1.0 + (total - df + 0.5) / (df + 0.5))
+        scored.append((hits / len(top_texts) * idf, word))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    chosen = scored[:n_terms]
+    if not chosen or chosen[0][0] <= 0:
+        return []
+    top_score = chosen[0][0]
+    return [
+        WeightedTerm(word, round(weight * (0.5 + 0.5 * score / top_score), 4), "prf")
+        for score, word in chosen
+        if score > 0
+    ]
+
+
+def _query_words(analysis: QueryAnalysis) -> set[str]:
+    words: set[str] = set()
+    for term in analysis.terms:
+        for word in term.term.split():
+            words.update((word, light_stem(word)))
+    for entity in analysis.entities:
+        for word in tokenize_words(entity.text):
+            words.update((word, light_stem(word)))
+    for word in tokenize_words(analysis.query):
+        words.update((word, light_stem(word)))
+    return words
+
+
+def _prf_eligible(word: str, excluded: set[str]) -> bool:
+    return (
+        len(word) >= 3
+        and not is_stopword(word)
+        and any(c.isalpha() for c in word)
+        and word not in excluded
+        and light_stem(word) not in excluded
+    )
+
+
+# --- Entity discovery (multi-hop) -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EntityMention:
+    """An entity found in first hits: its surface form, label and the hits naming it."""
+
+    text: str
+    label: str
+    hits: tuple[int, ...]  # indices into the hit texts, ascending
+
+
+def find_entity_mentions(
+    analysis: QueryAnalysis, hit_texts: Sequence[str], nlp: Any | None, max_entities: int
+) -> list[EntityMention]:
+    """Entities in `hit_texts` that are not in the query, for a second search.
+
+    When the query names entities, only hits mentioning one of them count (the new entity
+    co-occurs with the query's); otherwise every hit counts. Entities come from spaCy NER
+    (named labels only) when `nlp` is given, else from capitalized sequences and acronyms.
+    Ranked by the number of hits naming them, then by first appearance.
+    """
+    if max_entities <= 0 or not hit_texts:
+        return []
+    query_entities = [tuple(tokenize_words(e.text)) for e in analysis.entities]
+    query_entities = [words for words in query_entities if words]
+    query_text = " " + " ".join(tokenize_words(analysis.query)) + " "
+    if query_entities:
+        anchors = compile_terms(
+            WeightedTerm(" ".join(words), 1.0, "entity") for words in query_entities
+        )
+        indices = [i for i, text in enumerate(hit_texts) if anchors.score(text) > 0]
+    else:
+        indices = list(range(len(hit_texts)))
+    texts = [sanitize_text(hit_texts[i]) for i in indices]
+    found: dict[str, tuple[str, str, list[int]]] = {}
+    for index, entities in zip(indices, _entities_of(texts, nlp), strict=True):
+        for surface, label in entities:
+            words = tuple(tokenize_words(surface))
+            key = " ".join(words)
+            if not _discoverable(words, query_entities) or f" {key} " in query_text:
+                continue
+            if key not in found:
+                found[key] = (surface, label, [])
+            hits = found[key][2]
+            if not hits or hits[-1] != index:
+                hits.append(index)
+    ranked = sorted(found.values(), key=lambda item: (-len(item[2]), item[2][0]))
+    return [EntityMention(s, label, tuple(hits)) for s, label, hits in ranked[:max_entities]]
+
+
+def discover_entities(
+    analysis: QueryAnalysis, hit_texts: Sequence[str], nlp: Any | None, max_entities: int
+) -> list[str]:
+    """Surface forms of `find_entity_mentions`, best first."""
+    return [m.text for m in find_entity_mentions(analysis, hit_texts, nlp, max_entities)]
+
+
+def _entities_of(texts: Sequence[str], nlp: Any | None) -> Iterable[list[tuple[str, str]]]:
+    if nlp is None:
+        for text in texts:
+            yield [(e.text, e.label) for e in extract_entities_rules(text) if e.label != "QUOTED"]
+        return
+    for doc in nlp.pipe(texts):
+        yield [
+            (clean_entity_text(ent.text), ent.label_)
+            for ent in doc.ents
+            if ent.label_ in NAMED_LABELS
+        ]
+
+
+def _discoverable(words: tuple[str, ...], query_entities: list[tuple[str, ...]]) -> bool:
+    if not words or all(is_stopword(w) or w in CALENDAR_WORDS for w in words):
+        return False
+    if len(words) == 1 and (len(words[0]) < 2 or words[0].isdigit()):
+        return False
+    candidate = set(words)
+    return not any(candidate <= set(q) or set(q) <= candidate for q in query_entities)

@@ -1,0 +1,87 @@
+"""Splitting long turns into overlapping passages, so that rankers see focused text.
+
+A passage is a character slice of its turn (`Passage.start`/`end`), never rewritten text.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+
+from smartsearch_mcp.types import Passage, Turn
+
+_WORD_RE = re.compile(r"\S+")
+# A unit ends after a sentence end (with closing quotes/brackets) or at a line break.
+_BOUNDARY_RE = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\s*\n\s*")
+
+
+def split_into_passages(turn: Turn, max_words: int, overlap_words: int) -> list[Passage]:
+    """The passages of `turn`: the whole turn when it has at most `max_words` words
+    (whitespace-separated), else windows of at most `max_words` words.
+
+    Windows are built from whole sentences and lines, packed greedily; a sentence longer
+    than a window is split between words. Each window after the first starts with up to
+    `overlap_words` words of whole units from the end of the previous one. Together the
+    passages cover the whole text, in order; each is an exact slice (`turn.text[start:end]`),
+    trailing whitespace included. Deterministic.
+
+    Raises ValueError unless 0 <= overlap_words < max_words.
+    """
+    if max_words < 1 or not 0 <= overlap_words < max_words:
+        raise ValueError(
+            f"need 0 <= overlap_words < max_words, got max_words={max_words}, "
+            f"overlap_words={overlap_words}"
+        )
+    text = turn.text
+    if sum(1 for _ in _WORD_RE.finditer(text)) <= max_words:
+        return [Passage(turn=turn, start=0, end=len(text))]
+    units = _units(text, max_words)
+    return [
+        Passage(turn=turn, start=s, end=e) for s, e in _windows(units, max_words, overlap_words)
+    ]
+
+
+def _units(text: str, max_words: int) -> list[tuple[int, int, int]]:
+    """(start, end, words) of sentence/line units tiling `text`; a unit longer than
+    `max_words` becomes one unit per word."""
+    cuts = [0]
+    for match in _BOUNDARY_RE.finditer(text):
+        if 0 < match.end() < len(text):
+            cuts.append(match.end())
+    cuts.append(len(text))
+    units: list[tuple[int, int, int]] = []
+    for start, end in itertools.pairwise(cuts):
+        if end <= start:
+            continue
+        words = [m.start() for m in _WORD_RE.finditer(text, start, end)]
+        if len(words) <= max_words:
+            units.append((start, end, len(words)))
+            continue
+        bounds = [start, *words[1:], end]
+        units.extend((a, b, 1) for a, b in itertools.pairwise(bounds))
+    return units
+
+
+def _windows(
+    units: Sequence[tuple[int, int, int]], max_words: int, overlap_words: int
+) -> list[tuple[int, int]]:
+    windows: list[tuple[int, int]] = []
+    first = 0
+    while first < len(units):
+        last, words = first, 0
+        while last < len(units) and (last == first or words + units[last][2] <= max_words):
+            words += units[last][2]
+            last += 1
+        windows.append((units[first][0], units[last - 1][1]))
+        if last >= len(units):
+            break
+        # The next window starts with trailing units of this one that fit the overlap and
+        # leave room for the next new unit (so every window adds text).
+        room = min(overlap_words, max_words - units[last][2])
+        following, overlap = last, 0
+        while following - 1 > first and overlap + units[following - 1][2] <= room:
+            overlap += units[following - 1][2]
+            following -= 1
+        first = following
+    return windows

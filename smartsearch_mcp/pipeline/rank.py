@@ -1,0 +1,73 @@
+"""Stage 4: rank. The configured scorers run in parallel worker threads (off the event loop),
+then reciprocal-rank fusion combines their orderings."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+
+import anyio
+import anyio.to_thread
+
+from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
+from smartsearch_mcp.types import Candidate, Scored
+
+log = logging.getLogger(__name__)
+
+ScoreJob = Callable[[], list[float]]
+
+
+async def run_scorers(
+    jobs: Mapping[str, ScoreJob], limiter: anyio.CapacityLimiter
+) -> tuple[dict[str, list[float]], dict[str, str], dict[str, float]]:
+    """Run each job in a worker thread, at most `limiter` at once.
+
+    Returns (scores by ranker, errors by ranker, milliseconds by ranker). A ranker that
+    raises is reported, not fatal: recall goes on with the others.
+    """
+    scores: dict[str, list[float]] = {}
+    errors: dict[str, str] = {}
+    timings: dict[str, float] = {}
+
+    async def run(name: str, job: ScoreJob) -> None:
+        started = time.perf_counter()
+        try:
+            scores[name] = await anyio.to_thread.run_sync(job, limiter=limiter)
+        except Exception as exc:  # a ranker failing must not fail recall; it is reported
+            log.warning("ranker %s failed: %s", name, exc, exc_info=True)
+            errors[name] = f"{type(exc).__name__}: {exc}"
+        timings[name] = (time.perf_counter() - started) * 1000
+
+    async with anyio.create_task_group() as group:
+        for name, job in jobs.items():
+            group.start_soon(run, name, job)
+    return scores, errors, timings
+
+
+def fuse(
+    candidates: Sequence[Candidate],
+    scores: Mapping[str, Sequence[float]],
+    rrf_k: int,
+    weights: Mapping[str, float],
+) -> list[Scored]:
+    """Candidates sorted by fused score (ties keep candidate order), each with its raw
+    per-ranker scores."""
+    names = sorted(scores)
+    if not names:
+        fused = [c.lexical_score for c in candidates]
+    elif len(names) == 1:
+        # One ranker: its own scores are more informative than a rank transform.
+        fused = list(scores[names[0]])
+    else:
+        fused = reciprocal_rank_fusion({n: scores[n] for n in names}, k=rrf_k, weights=weights)
+    scored = [
+        Scored(
+            candidate=c,
+            score=float(fused[i]),
+            ranker_scores={n: float(scores[n][i]) for n in names},
+        )
+        for i, c in enumerate(candidates)
+    ]
+    order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
+    return [scored[i] for i in order]

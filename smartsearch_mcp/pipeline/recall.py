@@ -1,0 +1,378 @@
+"""The recall pipeline: analyze → retrieve → expand → rank → truncate.
+
+The only async orchestration. Stages are pure functions of what they are given; this module
+fetches from the store, runs model work in worker threads, and keeps per-scope caches.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import numpy as np
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.models import ModelRegistry
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
+from smartsearch_mcp.pipeline.expand import expand_entities
+from smartsearch_mcp.pipeline.passages import split_into_passages
+from smartsearch_mcp.pipeline.rank import ScoreJob, fuse, run_scorers
+from smartsearch_mcp.pipeline.retrieve import (
+    Corpus,
+    add_date_bonus,
+    add_prf,
+    dense_top,
+    idf_weighted,
+    lexical_scores,
+    top_indices,
+)
+from smartsearch_mcp.pipeline.truncate import truncate_to_budget
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.store.queries import fts_any
+from smartsearch_mcp.tokens import TokenCounter, get_token_counter
+from smartsearch_mcp.types import Candidate, Hop, Passage, RecallResult, Scope, Scored, Turn
+
+log = logging.getLogger(__name__)
+
+LEARNED = ("cross_encoder", "colbert", "bi_encoder")
+# Dense retrieval over a whole scope is kept for scopes up to this many passages; larger
+# scopes are served by the lexical channels and the dense score of the candidates.
+DENSE_SCOPE_LIMIT = 200_000
+EMBED_BATCH = 256
+CACHED_SCOPES = 8
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Stages 1–4 for one query: every candidate, scored and sorted best first."""
+
+    query: str
+    analysis: QueryAnalysis
+    scored: list[Scored]
+    candidates: list[Candidate]
+    rankers: list[str]
+    warnings: list[str]
+    hops: list[Hop] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class RecallPipeline:
+    """Recall over one store with one configuration and one model registry."""
+
+    def __init__(self, store: SQLiteStore, config: Config, models: ModelRegistry) -> None:
+        self.store = store
+        self.config = config
+        self.models = models
+        self._limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
+        self._corpora: OrderedDict[tuple[Any, ...], tuple[int, Corpus]] = OrderedDict()
+        self._counter: TokenCounter | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def invalidate(self) -> None:
+        """Forget cached corpora (after this process wrote or deleted turns)."""
+        self._corpora.clear()
+
+    def learned_rankers(self) -> list[str]:
+        return [s for s in self.config.rank.scorers if s in LEARNED]
+
+    def warm_up(self) -> None:
+        """Load the NLP model, the configured rankers and the tokenizer (blocking; call from
+        a worker thread)."""
+        self.token_counter()
+        self.models.get_nlp()
+        for kind in self.learned_rankers():
+            self.models.get_scorer(kind)  # type: ignore[arg-type]
+
+    def token_counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = get_token_counter(self.config.truncation.tokenizer)
+        return self._counter
+
+    # ------------------------------------------------------------------ recall
+
+    async def recall(
+        self, query: str, scope: Scope, max_tokens: int, reference: datetime | None = None
+    ) -> RecallResult:
+        ranking = await self.rank(query, scope, reference)
+        return self.truncate(ranking, max_tokens)
+
+    def truncate(self, ranking: Ranking, max_tokens: int) -> RecallResult:
+        """Stage 5: score-adaptive truncation of a ranking to `max_tokens`."""
+        started = time.perf_counter()
+        cfg = self.config.truncation
+        cut = truncate_to_budget(
+            ranking.scored,
+            max_tokens,
+            self.token_counter(),
+            top_k=cfg.top_k,
+            alpha=cfg.alpha,
+            min_passages=cfg.min_passages,
+        )
+        timings = dict(ranking.timings_ms)
+        timings["truncate"] = (time.perf_counter() - started) * 1000
+        warnings = list(ranking.warnings)
+        if cut.clipped:
+            warnings.append(
+                "the best passage alone exceeds max_tokens and was cut short; raise max_tokens "
+                "to see all of it"
+            )
+        return RecallResult(
+            passages=cut.kept,
+            tokens_used=cut.tokens_used,
+            max_tokens=max_tokens,
+            rankers=ranking.rankers,
+            warnings=warnings,
+            hops=ranking.hops,
+            candidates=len(ranking.candidates),
+            score_at_cut=cut.score_at_cut,
+            timings_ms=timings,
+        )
+
+    async def rank(self, query: str, scope: Scope, reference: datetime | None = None) -> Ranking:
+        """Stages 1–4: analyze, retrieve, expand, rank."""
+        timings: dict[str, float] = {}
+        warnings: list[str] = []
+        clock = time.perf_counter()
+
+        nlp = None
+        if self.config.nlp.spacy_models:
+            nlp = await anyio.to_thread.run_sync(self.models.get_nlp)
+        analysis = analyze_query(query, nlp, reference)
+        clock = _lap(timings, "analyze", clock)
+
+        cfg = self.config.retrieval
+        if cfg.mode == "indexed":
+            corpus = await self._indexed_corpus(analysis, scope)
+        else:
+            corpus = await self._scope_corpus(scope)
+        terms = idf_weighted(analysis.terms, corpus.lowered)
+        scores = lexical_scores(terms, corpus.lowered)
+        scores, _ = add_prf(analysis, scores, corpus, cfg.prf_docs, cfg.prf_terms)
+        scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
+        clock = _lap(timings, "retrieve", clock)
+
+        learned = self.learned_rankers()
+        want_bi = "bi_encoder" in learned or (cfg.dense and cfg.mode == "grep")
+        bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder) if want_bi else None
+        query_vector: np.ndarray | None = None
+        dense: list[tuple[int, float]] = []
+        if bi_encoder is not None and cfg.dense and cfg.dense_candidates > 0:
+            query_vector = await anyio.to_thread.run_sync(
+                bi_encoder.embed_query, query, limiter=self._limiter
+            )
+            if cfg.mode == "grep" and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
+                await self._fill_vectors(corpus, bi_encoder)
+        lexical_budget = max(
+            0, cfg.max_candidates - (cfg.dense_candidates if corpus.vectors is not None else 0)
+        )
+        exp = self.config.expansion
+        if exp.enabled:
+            lexical_budget = max(0, lexical_budget - exp.max_entities * exp.per_entity // 2)
+        chosen = top_indices(scores, lexical_budget)
+        chosen_set = set(chosen)
+        if query_vector is not None and corpus.vectors is not None:
+            dense = dense_top(query_vector, corpus.vectors, cfg.dense_candidates, chosen_set)
+            for index, _ in dense:
+                chosen.append(index)
+                chosen_set.add(index)
+        clock = _lap(timings, "dense", clock)
+
+        hops: list[Hop] = []
+        if exp.enabled:
+            first = top_indices(scores, exp.first_hits)
+            added, hops = expand_entities(
+                analysis, corpus, first, scores, nlp, exp.max_entities, exp.per_entity, chosen_set
+            )
+            room = max(0, cfg.max_candidates - len(chosen))
+            chosen.extend(added[:room])
+        clock = _lap(timings, "expand", clock)
+
+        dense_ids = {i for i, _ in dense}
+        candidates = [
+            Candidate(
+                passage=corpus.passages[i],
+                lexical_score=float(scores[i]),
+                sources=("dense",) if i in dense_ids and scores[i] <= 0 else ("lexical",),
+            )
+            for i in chosen
+        ]
+        scored, rankers, rank_warnings, rank_timings = await self._rank(
+            query, candidates, [corpus.texts[i] for i in chosen], chosen, corpus, query_vector
+        )
+        warnings.extend(rank_warnings)
+        timings.update({f"rank.{k}": v for k, v in rank_timings.items()})
+        _lap(timings, "rank", clock)
+        return Ranking(
+            query=query,
+            analysis=analysis,
+            scored=scored,
+            candidates=candidates,
+            rankers=rankers,
+            warnings=warnings,
+            hops=hops,
+            timings_ms=timings,
+        )
+
+    # ------------------------------------------------------------------ ranking
+
+    async def _rank(
+        self,
+        query: str,
+        candidates: list[Candidate],
+        texts: list[str],
+        indices: list[int],
+        corpus: Corpus,
+        query_vector: np.ndarray | None,
+    ) -> tuple[list[Scored], list[str], list[str], dict[str, float]]:
+        warnings: list[str] = []
+        if not candidates:
+            return [], [], warnings, {}
+        jobs: dict[str, ScoreJob] = {}
+        wanted = self.learned_rankers()
+        for kind in wanted:
+            if kind == "bi_encoder":
+                continue
+            scorer = await anyio.to_thread.run_sync(self.models.get_scorer, kind)  # type: ignore[arg-type]
+            if scorer is not None:
+                jobs[kind] = _bind(scorer.score, query, texts)
+        bi_encoder = None
+        if "bi_encoder" in wanted or (wanted and not jobs):
+            # The bi-encoder is configured, or every configured learned ranker is missing:
+            # degrade to it before falling back to lexical scores alone.
+            bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
+        if bi_encoder is not None:
+            vectors = await self._candidate_vectors(corpus, indices, bi_encoder)
+            qv = query_vector
+            if qv is None:
+                qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, query)
+            sims = (vectors @ qv).astype(float).tolist()
+            jobs["bi_encoder"] = _constant(sims)
+            if "bi_encoder" not in wanted:
+                warnings.append("configured rankers unavailable; ranked with the bi-encoder")
+        for message in self.models.warnings:
+            warnings.append(message)
+        scores, errors, timings = await run_scorers(jobs, self._limiter)
+        for name, error in errors.items():
+            warnings.append(f"ranker {name} failed and was skipped: {error}")
+        use_lexical = "lexical" in self.config.rank.scorers or not scores
+        if use_lexical:
+            scores["lexical"] = [c.lexical_score for c in candidates]
+            if "lexical" not in self.config.rank.scorers:
+                warnings.append("no learned ranker available; ranked by lexical scores only")
+        weights = {name: self.config.rank.weights.get(name, 1.0) for name in scores}
+        fused = fuse(candidates, scores, self.config.rank.rrf_k, weights)
+        return fused, sorted(scores), _dedupe(warnings), timings
+
+    # ------------------------------------------------------------------ corpora
+
+    async def _scope_corpus(self, scope: Scope) -> Corpus:
+        version = await self.store.data_version()
+        key = (scope.namespaces, scope.session_id, scope.since, scope.until)
+        cached = self._corpora.get(key)
+        if cached is not None and cached[0] == version:
+            self._corpora.move_to_end(key)
+            return cached[1]
+        turns = await self.store.scope_turns(scope)
+        corpus = Corpus.build(self._passages(turns))
+        self._corpora[key] = (version, corpus)
+        while len(self._corpora) > CACHED_SCOPES:
+            self._corpora.popitem(last=False)
+        return corpus
+
+    async def _indexed_corpus(self, analysis: QueryAnalysis, scope: Scope) -> Corpus:
+        match = fts_any(term.term for term in analysis.terms)
+        hits = await self.store.search_fts(match, scope, self.config.retrieval.max_candidates * 3)
+        turns = await self.store.get_turns([turn_id for turn_id, _ in hits])
+        return Corpus.build(self._passages(turns))
+
+    def _passages(self, turns: Sequence[Turn]) -> list[Passage]:
+        cfg = self.config.passages
+        return [p for t in turns for p in split_into_passages(t, cfg.max_words, cfg.overlap_words)]
+
+    # ------------------------------------------------------------------ embeddings
+
+    async def _fill_vectors(self, corpus: Corpus, bi_encoder: Any) -> None:
+        """Give `corpus` a vector per passage: cached ones from the store, the rest embedded
+        now (and cached)."""
+        if corpus.vectors is not None and corpus.vector_model == bi_encoder.model_id:
+            return
+        corpus.vectors = await self._vectors_for(corpus.passages, corpus.texts, bi_encoder)
+        corpus.vector_model = bi_encoder.model_id
+
+    async def _candidate_vectors(
+        self, corpus: Corpus, indices: list[int], bi_encoder: Any
+    ) -> np.ndarray:
+        if corpus.vectors is not None and corpus.vector_model == bi_encoder.model_id:
+            return corpus.vectors[indices]
+        return await self._vectors_for(
+            [corpus.passages[i] for i in indices], [corpus.texts[i] for i in indices], bi_encoder
+        )
+
+    async def _vectors_for(
+        self, passages: Sequence[Passage], texts: Sequence[str], bi_encoder: Any
+    ) -> np.ndarray:
+        model = bi_encoder.model_id
+        keys = [p.key for p in passages]
+        cached = await self.store.get_embeddings(model, keys)
+        matrix = np.zeros((len(passages), bi_encoder.dimension), dtype=np.float32)
+        missing: list[int] = []
+        for row, key in enumerate(keys):
+            blob = cached.get(key)
+            if blob is not None and len(blob) == 4 * bi_encoder.dimension:
+                matrix[row] = np.frombuffer(blob, dtype=np.float32)
+            else:
+                missing.append(row)
+        for start in range(0, len(missing), EMBED_BATCH):
+            rows = missing[start : start + EMBED_BATCH]
+            vectors = await anyio.to_thread.run_sync(
+                bi_encoder.embed, [texts[r] for r in rows], limiter=self._limiter
+            )
+            matrix[rows] = vectors
+            await self.store.put_embeddings(
+                model, [(keys[r][0], keys[r][1], vectors[j].tobytes()) for j, r in enumerate(rows)]
+            )
+        return matrix
+
+    async def embed_backlog(self, batch: int = EMBED_BATCH) -> int:
+        """Embed stored turns that have no cached vector yet; returns how many passages were
+        embedded. Runs off the write path: `remember` never waits for it."""
+        if not (self.config.retrieval.dense or "bi_encoder" in self.learned_rankers()):
+            return 0
+        bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
+        if bi_encoder is None:
+            return 0
+        done = 0
+        while True:
+            turns = await self.store.turns_without_embeddings(bi_encoder.model_id, batch)
+            if not turns:
+                return done
+            passages = self._passages(turns)
+            corpus = Corpus.build(passages)
+            await self._vectors_for(passages, corpus.texts, bi_encoder)
+            done += len(passages)
+
+
+def _lap(timings: dict[str, float], name: str, since: float) -> float:
+    now = time.perf_counter()
+    timings[name] = (now - since) * 1000
+    return now
+
+
+def _bind(fn: Any, query: str, texts: list[str]) -> ScoreJob:
+    return lambda: fn(query, texts)
+
+
+def _constant(values: list[float]) -> ScoreJob:
+    return lambda: values
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,143 @@
+"""Stage 2: retrieve candidates — NER-weighted grep over raw passages (index-free), or the
+same scoring over what the FTS5 index returns (indexed), plus pseudo-relevance feedback,
+date awareness and, when embeddings are cached, dense nearest neighbours."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smartsearch_mcp.dates import DateRange, comparable
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
+from smartsearch_mcp.pipeline.lexical import CorpusStats, compile_terms, select_prf_terms
+from smartsearch_mcp.types import Passage
+
+# Minimum share of an idf-scaled term weight: a term in every turn (a speaker's name in a
+# two-person chat) still counts a little.
+MIN_IDF_SHARE = 0.15
+DATE_BONUS = 1.0
+
+
+@dataclass
+class Corpus:
+    """The passages one scope can see, with what repeated queries reuse."""
+
+    passages: list[Passage]
+    texts: list[str]  # what rankers read: "speaker: text"
+    lowered: list[str]
+    stats: CorpusStats | None = None
+    vectors: np.ndarray | None = None  # unit vectors, row i for passages[i]
+    vector_model: str | None = None
+    extras: dict[str, object] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, passages: list[Passage]) -> Corpus:
+        texts = [ranking_text(p) for p in passages]
+        return cls(passages=passages, texts=texts, lowered=[t.lower() for t in texts])
+
+    def corpus_stats(self) -> CorpusStats:
+        if self.stats is None:
+            self.stats = CorpusStats.from_texts(self.lowered)
+        return self.stats
+
+
+def ranking_text(passage: Passage) -> str:
+    """The text the rankers score: the passage with its speaker, as a transcript line."""
+    speaker = passage.turn.speaker
+    return f"{speaker}: {passage.text}" if speaker else passage.text
+
+
+def idf_weighted(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[WeightedTerm]:
+    """Scale each term's weight by how rare it is among `lowered` texts (substring document
+    frequency), so a word in every turn cannot outweigh the one that finds the answer."""
+    total = len(lowered)
+    if total < 2:
+        return list(terms)
+    ceiling = math.log(1 + total)
+    out = []
+    for term in terms:
+        needle = term.term
+        df = sum(1 for text in lowered if needle in text)
+        share = math.log(1 + total / (df + 0.5)) / ceiling if df else 1.0
+        factor = max(MIN_IDF_SHARE, min(1.0, share))
+        out.append(dataclasses.replace(term, weight=round(term.weight * factor, 4)))
+    return out
+
+
+def lexical_scores(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[float]:
+    """The weighted grep score of every text (0.0 where nothing matches)."""
+    matcher = compile_terms(terms)
+    return [matcher.score(text) for text in lowered]
+
+
+def add_prf(
+    analysis: QueryAnalysis,
+    scores: list[float],
+    corpus: Corpus,
+    prf_docs: int,
+    prf_terms: int,
+) -> tuple[list[float], list[WeightedTerm]]:
+    """Scores after pseudo-relevance feedback: terms typical of the best hits are searched
+    too, at lower weight. Returns the new scores and the expansion terms."""
+    if prf_docs <= 0 or prf_terms <= 0:
+        return scores, []
+    top = top_indices(scores, prf_docs)
+    if not top:
+        return scores, []
+    expansion = select_prf_terms(
+        analysis, [corpus.lowered[i] for i in top], corpus.corpus_stats(), prf_terms
+    )
+    if not expansion:
+        return scores, []
+    extra = lexical_scores(expansion, corpus.lowered)
+    # Feedback refines ranking among texts that matched the query; it only adds new texts
+    # through its strongest terms.
+    return [s + e if s > 0 else e * 0.5 for s, e in zip(scores, extra, strict=True)], expansion
+
+
+def add_date_bonus(
+    scores: list[float], passages: Sequence[Passage], time_range: DateRange | None
+) -> list[float]:
+    """Raise the score of passages said within the time range the question names."""
+    if time_range is None:
+        return scores
+    start, end = comparable(time_range.start)[:19], comparable(time_range.end)[:19]
+    out = list(scores)
+    for i, passage in enumerate(passages):
+        stamp = (passage.turn.timestamp or "")[:19]
+        if stamp and start <= stamp < end and out[i] > 0:
+            out[i] += DATE_BONUS
+    return out
+
+
+def top_indices(scores: Sequence[float], n: int, minimum: float = 0.0) -> list[int]:
+    """Indices of the `n` highest scores above `minimum`, best first (ties: lower index)."""
+    if n <= 0:
+        return []
+    best = heapq.nsmallest(
+        n, (i for i, s in enumerate(scores) if s > minimum), key=lambda i: (-scores[i], i)
+    )
+    return list(best)
+
+
+def dense_top(
+    query_vector: np.ndarray, vectors: np.ndarray, n: int, exclude: set[int]
+) -> list[tuple[int, float]]:
+    """The `n` rows most similar to the query (cosine of unit vectors), skipping `exclude`."""
+    if n <= 0 or vectors.shape[0] == 0:
+        return []
+    sims = vectors @ query_vector
+    order = np.argsort(-sims, kind="stable")
+    out: list[tuple[int, float]] = []
+    for index in order:
+        if int(index) in exclude:
+            continue
+        out.append((int(index), float(sims[index])))
+        if len(out) >= n:
+            break
+    return out

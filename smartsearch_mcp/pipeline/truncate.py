@@ -1,0 +1,145 @@
+"""Stage 5: score-adaptive truncation of ranked passages to a token budget."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from smartsearch_mcp.tokens import TokenCounter
+from smartsearch_mcp.types import Passage, Scored
+
+TruncationReason = Literal["budget", "top_k", "threshold", "exhausted"]
+
+_WORD_END_RE = re.compile(r"\S(?=\s|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    """What fitted. `tokens_used` is the sum over `kept` of counted text plus per-passage
+    overhead. `score_at_cut` is the score of the best passage left out wholly (None when
+    none was). `reason` says what limited the result:
+
+    - "budget": a passage was skipped or cut short because it did not fit the token budget;
+    - "top_k": `top_k` passages were kept and more remained;
+    - "threshold": the next passage scored below alpha x best;
+    - "exhausted": every passage was kept.
+
+    `clipped`: the best passage alone exceeded the budget and was cut at a word boundary.
+    """
+
+    kept: list[Scored]
+    tokens_used: int
+    score_at_cut: float | None
+    reason: TruncationReason
+    clipped: bool = False
+
+
+def truncate_to_budget(
+    scored: Sequence[Scored],
+    max_tokens: int,
+    counter: TokenCounter,
+    top_k: int,
+    alpha: float,
+    min_passages: int = 1,
+    overhead_tokens: int = 0,
+) -> Truncation:
+    """Keep the best passages that fit `max_tokens`.
+
+    `scored` must be sorted by score, best first. Passages are taken in that order while
+    fewer than `top_k` are kept (`top_k` <= 0: no limit) and their score is at least
+    alpha x the best score. The relative threshold applies only when alpha > 0 and the best
+    score is positive and finite (for zero or negative scores, such as raw logits, a ratio
+    means nothing, so all pass); the first `min_passages` passages are exempt from it.
+
+    Each passage costs its counted tokens plus `overhead_tokens`. A passage that does not
+    fit is skipped and later, shorter ones are still tried (greedy fill: better recall than
+    stopping at the first misfit). If the best passage alone exceeds the budget it is cut
+    at a word boundary to fit and returned alone (`clipped`), so a match never comes back
+    empty unless the budget cannot hold even its first word or character.
+
+    The budget is never exceeded: tokens_used <= max_tokens.
+    """
+    if not scored:
+        return Truncation(kept=[], tokens_used=0, score_at_cut=None, reason="exhausted")
+    best = scored[0].score
+    threshold = alpha * best if alpha > 0 and best > 0 and math.isfinite(best) else None
+    kept: list[Scored] = []
+    used = 0
+    left_out: float | None = None  # score of the first passage left out
+    over_budget = False
+    stop: TruncationReason = "exhausted"
+    for index, item in enumerate(scored):
+        if top_k > 0 and len(kept) >= top_k:
+            stop = "top_k"
+        elif threshold is not None and len(kept) >= min_passages and not item.score >= threshold:
+            stop = "threshold"
+        elif used + overhead_tokens >= max_tokens:
+            over_budget = True  # full: no passage with any text fits any more
+        else:
+            cost = counter.count(item.candidate.passage.text) + overhead_tokens
+            if used + cost <= max_tokens:
+                kept.append(item)
+                used += cost
+                continue
+            over_budget = True
+            if index == 0:
+                clipped = _clip(item, max_tokens - overhead_tokens, counter)
+                if clipped is not None:
+                    used = counter.count(clipped.candidate.passage.text) + overhead_tokens
+                    return Truncation(
+                        kept=[clipped],
+                        tokens_used=used,
+                        score_at_cut=scored[1].score if len(scored) > 1 else None,
+                        reason="budget",
+                        clipped=True,
+                    )
+            if left_out is None:
+                left_out = item.score
+            continue  # greedy fill: a later, shorter passage may still fit
+        if left_out is None:
+            left_out = item.score
+        break
+    return Truncation(
+        kept=kept,
+        tokens_used=used,
+        score_at_cut=left_out,
+        reason="budget" if over_budget else stop,
+    )
+
+
+def _clip(item: Scored, limit: int, counter: TokenCounter) -> Scored | None:
+    """`item` with its passage shortened to the longest word-boundary prefix (or, when even
+    the first word is too long, character prefix) of at most `limit` tokens."""
+    if limit <= 0:
+        return None
+    passage = item.candidate.passage
+    text = passage.text
+    word_ends = [m.end() for m in _WORD_END_RE.finditer(text)]
+    end = _longest_fitting(word_ends, text, limit, counter)
+    if end is None:
+        end = _longest_fitting(range(1, len(text) + 1), text, limit, counter)
+    if end is None:
+        return None
+    shorter = Passage(turn=passage.turn, start=passage.start, end=passage.start + end)
+    candidate = dataclasses.replace(item.candidate, passage=shorter)
+    return Scored(candidate=candidate, score=item.score, ranker_scores=dict(item.ranker_scores))
+
+
+def _longest_fitting(
+    ends: Sequence[int], text: str, limit: int, counter: TokenCounter
+) -> int | None:
+    """The largest end in `ends` (ascending) whose prefix counts at most `limit` tokens,
+    by binary search; only prefixes actually counted as fitting are returned."""
+    low, high, found = 0, len(ends) - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        if counter.count(text[: ends[middle]]) <= limit:
+            found = ends[middle]
+            low = middle + 1
+        else:
+            high = middle - 1
+    return found

@@ -1,0 +1,419 @@
+"""MCP tools and resources — the only module that imports mcp.
+
+Nothing heavy is built at import time: the store opens in the lifespan, models load lazily
+(warmed in a background thread once the server is up), so the handshake is instant.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, cast
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from smartsearch_mcp import __version__
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.memory import Memory
+from smartsearch_mcp.types import NotFoundError, RecallResult, Scored, SmartSearchError, TurnInput
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = """\
+Long-term memory of past conversations (SmartSearch). Raw turns are stored verbatim and
+recalled by a ranking pipeline.
+
+When to use it:
+- recall BEFORE answering anything that may depend on earlier conversations: the user's
+  preferences, facts about people, projects and decisions, "what did we decide", "when did I…",
+  "last time". Ask a specific question; include names and dates you know.
+- remember the exchange when the user shares something worth keeping (facts about themselves,
+  decisions, plans, dates, preferences), or at the end of a meaningful exchange: store the
+  user's and your own turns verbatim, with speaker, role and timestamp, in one call. Reuse the
+  same session_id for turns of the same conversation.
+- forget when the user asks you to delete something; deleting a whole namespace needs
+  confirm=true.
+Recalled passages carry their session and date: cite dates when answering time questions and
+prefer the most recent passage when facts changed. Resources memory://stats and
+memory://sessions show what is stored.
+"""
+
+
+class TurnIn(BaseModel):
+    """One turn to remember."""
+
+    text: str = Field(description="What was said, verbatim.")
+    speaker: str | None = Field(default=None, description="Who said it (a name).")
+    role: str | None = Field(default=None, description="user, assistant or other.")
+    timestamp: str | int | float | None = Field(
+        default=None,
+        description="When it was said: ISO 8601, a common date format, or a Unix epoch. "
+        "Defaults to now.",
+    )
+    metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
+
+
+class RememberOutput(BaseModel):
+    ids: list[int] = Field(description="Turn ids, one per input turn, in input order.")
+    session_id: str
+    namespace: str
+    stored: int
+    duplicates_skipped: int
+
+
+class PassageOut(BaseModel):
+    id: int = Field(description="Turn id (memory://turns/{id}).")
+    session_id: str
+    namespace: str
+    speaker: str | None
+    role: str
+    text: str = Field(description="The passage: the whole turn, or a slice of a long turn.")
+    timestamp: str | None
+    score: float
+    metadata: dict[str, Any]
+    start: int = Field(description="Character offset of the passage in the turn's text.")
+    end: int
+
+
+class HopOut(BaseModel):
+    entity: str
+    found_in: list[int]
+    turn_ids: list[int]
+
+
+class RecallOutput(BaseModel):
+    passages: list[PassageOut]
+    tokens_used: int
+    max_tokens: int
+    rankers: list[str] = Field(description="The rankers that scored these passages.")
+    warnings: list[str]
+    hops: list[HopOut] = Field(description="Multi-hop expansions: entity -> turns it added.")
+    candidates: int = Field(description="Candidates handed to the rankers.")
+
+
+class ForgetOutput(BaseModel):
+    deleted_turn_ids: list[int]
+    deleted_sessions: list[str]
+    namespace: str | None
+
+
+@dataclass
+class AppContext:
+    memory: Memory
+
+
+def create_server(
+    config: Config | None = None,
+    db_path: str | Path = ":memory:",
+    namespace: str | None = None,
+    preload_models: bool = False,
+) -> MCPServer[AppContext]:
+    """Build the MCP server. The database opens when a session starts (the lifespan)."""
+    config = config or Config()
+
+    # Static resources take no Context in the SDK, so they reach the lifespan's memory here.
+    running: dict[str, Memory] = {}
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
+        memory = await Memory.open(config, db_path, namespace)
+        running["memory"] = memory
+        if preload_models:
+            _warm_models_later(memory)
+        try:
+            yield AppContext(memory=memory)
+        finally:
+            running.pop("memory", None)
+            await memory.close()
+
+    server: MCPServer[AppContext] = MCPServer(
+        name="smartsearch-memory",
+        title="SmartSearch memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        lifespan=lifespan,
+    )
+    _register_tools(server)
+    _register_resources(server, running)
+    return server
+
+
+def _memory(ctx: Context[AppContext]) -> Memory:
+    return ctx.request_context.lifespan_context.memory
+
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def _tool_errors(fn: F) -> F:
+    """Turn expected domain errors into tool errors carrying their actionable message."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except SmartSearchError as exc:
+            raise ToolError(str(exc)) from exc
+
+    return cast(F, wrapper)
+
+
+def _resource_errors(fn: F) -> F:
+    """Turn expected domain errors into resource errors (not-found → invalid params)."""
+
+    @functools.wraps(fn)
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(*args, **kwargs)
+        except NotFoundError as exc:
+            raise ResourceNotFoundError(str(exc)) from exc
+        except SmartSearchError as exc:
+            raise ResourceError(str(exc)) from exc
+
+    return cast(F, wrapper)
+
+
+def _register_tools(server: MCPServer[AppContext]) -> None:
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Remember conversation turns",
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
+    @_tool_errors
+    async def remember(
+        ctx: Context[AppContext],
+        turns: list[TurnIn] | None = None,
+        text: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+    ) -> RememberOutput:
+        """Store conversation turns verbatim in long-term memory.
+
+        Give `turns` (a list of {text, speaker?, role?, timestamp?, metadata?}) for a
+        conversation, or just `text` for a single note. Turns of one conversation share a
+        `session_id` (generated when omitted — reuse the returned one for later turns).
+        Re-sending a turn already stored is harmless: duplicates are skipped and counted.
+        Up to 10,000 turns per call.
+        """
+        if (turns is None) == (text is None):
+            raise ToolError("give either `turns` (a list) or `text` (a single note), not both")
+        inputs = (
+            [TurnInput(text=text)]  # type: ignore[arg-type]
+            if turns is None
+            else [
+                TurnInput(t.text, t.speaker, t.role, t.timestamp, t.metadata)  # type: ignore[arg-type]
+                for t in turns
+            ]
+        )
+        result = await _memory(ctx).remember(inputs, session_id=session_id, namespace=namespace)
+        return RememberOutput(**asdict(result))
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Recall from memory",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
+    @_tool_errors
+    async def recall(
+        ctx: Context[AppContext],
+        query: str,
+        max_tokens: int | None = None,
+        namespace: str | None = None,
+        session_id: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> Annotated[CallToolResult, RecallOutput]:
+        """Search long-term memory for passages relevant to a question.
+
+        Use before answering anything that may depend on past conversations. Ask a specific
+        natural-language question with the names, topics and dates you know ("When did
+        Caroline go to the support group?"). Returns the most relevant stored passages,
+        grouped by session with their dates, within `max_tokens` (default 1500).
+        Optional filters: `session_id`, and `since` / `until` dates (ISO 8601).
+        """
+        result = await _memory(ctx).recall(
+            query, max_tokens, namespace=namespace, session_id=session_id, since=since, until=until
+        )
+        output = recall_output(result)
+        return CallToolResult(
+            content=[TextContent(type="text", text=format_recall(query, result))],
+            structured_content=output.model_dump(mode="json"),
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Forget from memory",
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=False,
+        )
+    )
+    @_tool_errors
+    async def forget(
+        ctx: Context[AppContext],
+        ids: list[int] | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        confirm: bool = False,
+    ) -> ForgetOutput:
+        """Delete turns from memory permanently: by turn `ids`, a whole `session_id`, or —
+        with neither and `confirm=true` — the whole namespace. Use only when the user asks
+        to delete something. Deleted turns never come back in recall."""
+        result = await _memory(ctx).forget(
+            ids=ids, session_id=session_id, namespace=namespace, confirm=confirm
+        )
+        return ForgetOutput(**asdict(result))
+
+
+def _register_resources(server: MCPServer[AppContext], running: dict[str, Memory]) -> None:
+    def _json(data: Any) -> str:
+        return json.dumps(data, ensure_ascii=False, indent=1)
+
+    @server.resource("memory://stats", mime_type="application/json", title="Memory statistics")
+    async def stats() -> str:
+        """Turns, sessions and namespaces stored; the database path and schema version."""
+        return _json(asdict(await running["memory"].store.stats()))
+
+    @server.resource("memory://sessions", mime_type="application/json", title="Sessions")
+    async def sessions() -> str:
+        """Stored sessions of every namespace, most recent first (id, namespace, first and
+        last timestamp, turn count)."""
+        return _json([asdict(s) for s in await running["memory"].store.list_sessions()])
+
+    @server.resource(
+        "memory://namespaces/{namespace}/sessions",
+        mime_type="application/json",
+        title="Sessions of a namespace",
+    )
+    async def namespace_sessions(namespace: str, ctx: Context[AppContext]) -> str:
+        """Sessions of one namespace, most recent first."""
+        memory = _memory(ctx)
+        return _json([asdict(s) for s in await memory.store.list_sessions(namespace)])
+
+    @server.resource(
+        "memory://sessions/{session_id}{?namespace}",
+        mime_type="application/json",
+        title="Session transcript",
+    )
+    @_resource_errors
+    async def session_transcript(
+        session_id: str, ctx: Context[AppContext], namespace: str | None = None
+    ) -> str:
+        """The transcript of one session, every turn verbatim in order (namespace defaults
+        to the server's)."""
+        memory = _memory(ctx)
+        ns = memory.resolve_namespace(namespace)
+        turns = await memory.store.session_turns(ns, session_id)
+        return _json(
+            {"session_id": session_id, "namespace": ns, "turns": [asdict(t) for t in turns]}
+        )
+
+    @server.resource("memory://turns/{turn_id}", mime_type="application/json", title="One turn")
+    @_resource_errors
+    async def turn(turn_id: str, ctx: Context[AppContext]) -> str:
+        """One stored turn, verbatim, with its session, timestamp and metadata."""
+        memory = _memory(ctx)
+        if not turn_id.isdigit():
+            raise ResourceNotFoundError(f"turn id must be a positive integer, got {turn_id!r}")
+        found = await memory.store.get_turns([int(turn_id)])
+        if not found:
+            raise ResourceNotFoundError(f"no turn with id {turn_id}")
+        return _json(asdict(found[0]))
+
+
+def recall_output(result: RecallResult) -> RecallOutput:
+    return RecallOutput(
+        passages=[_passage_out(s) for s in result.passages],
+        tokens_used=result.tokens_used,
+        max_tokens=result.max_tokens,
+        rankers=result.rankers,
+        warnings=result.warnings,
+        hops=[HopOut(**asdict(h)) for h in result.hops],
+        candidates=result.candidates,
+    )
+
+
+def _passage_out(scored: Scored) -> PassageOut:
+    passage = scored.candidate.passage
+    turn = passage.turn
+    return PassageOut(
+        id=turn.id,
+        session_id=turn.session_id,
+        namespace=turn.namespace,
+        speaker=turn.speaker,
+        role=turn.role,
+        text=passage.text,
+        timestamp=turn.timestamp,
+        score=round(scored.score, 6),
+        metadata=turn.metadata,
+        start=passage.start,
+        end=passage.end,
+    )
+
+
+def format_recall(query: str, result: RecallResult) -> str:
+    """Readable text: passages grouped by session, sessions in time order, with dates."""
+    if not result.passages:
+        lines = [f"No stored memory matched {query!r}."]
+    else:
+        groups: dict[tuple[str, str], list[Scored]] = {}
+        for scored in result.passages:
+            turn = scored.candidate.passage.turn
+            groups.setdefault((turn.namespace, turn.session_id), []).append(scored)
+        ordered = sorted(
+            groups.items(),
+            key=lambda item: min(s.candidate.passage.turn.timestamp or "" for s in item[1]),
+        )
+        lines = [
+            f"{len(result.passages)} passages from {len(groups)} sessions "
+            f"({result.tokens_used} tokens; ranked by {', '.join(result.rankers)})."
+        ]
+        many_namespaces = len({ns for ns, _ in groups}) > 1
+        for (namespace, session_id), items in ordered:
+            dates = sorted({_day(s.candidate.passage.turn.timestamp) for s in items} - {""})
+            where = f" [{namespace}]" if many_namespaces else ""
+            lines.append(f"\n## Session {session_id}{where} — {', '.join(dates) or 'undated'}")
+            for scored in sorted(
+                items, key=lambda s: (s.candidate.passage.turn.position, s.candidate.passage.start)
+            ):
+                passage = scored.candidate.passage
+                turn = passage.turn
+                who = turn.speaker or turn.role
+                when = (turn.timestamp or "")[:16].replace("T", " ")
+                lines.append(f"[{when}] {who} (turn {turn.id}): {passage.text}")
+    for hop in result.hops:
+        lines.append(f"(multi-hop: searched {hop.entity!r}, found in turns {hop.found_in[:5]})")
+    for warning in result.warnings:
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
+
+
+def _day(timestamp: str | None) -> str:
+    return (timestamp or "")[:10]
+
+
+def _warm_models_later(memory: Memory) -> None:
+    """Load the configured models in a daemon thread so the first recall is fast."""
+
+    def warm() -> None:
+        memory.pipeline.warm_up()
+
+    threading.Thread(target=warm, name="smartsearch-warmup", daemon=True).start()

@@ -1,0 +1,26 @@
+"""Persistence. `SQLiteStore` is the one backend today; the pipeline depends only on the
+methods it uses (see `MemoryStore`), so a server database can be added beside it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from smartsearch_mcp.store.sqlite import SQLiteStore, check_name
+from smartsearch_mcp.types import Scope, Turn
+
+__all__ = ["MemoryStore", "SQLiteStore", "check_name"]
+
+
+class MemoryStore(Protocol):
+    """What the recall pipeline needs from a store."""
+
+    async def scope_turns(self, scope: Scope) -> list[Turn]: ...
+
+    async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]: ...
+
+    async def get_turns(
+        self, ids: Sequence[int], namespaces: Sequence[str] | None = None
+    ) -> list[Turn]: ...
+
+    async def data_version(self) -> int: ...

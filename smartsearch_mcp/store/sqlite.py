@@ -1,0 +1,647 @@
+"""The SQLite store: schema, migrations, full-text index, WAL — the only module with SQL.
+
+Turns are stored verbatim. The FTS5 index is kept in step by triggers, so it changes in
+the same transaction as the turns. Writes go through one connection and `BEGIN IMMEDIATE`,
+so concurrent processes queue on SQLite's lock (with a busy timeout) instead of failing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from smartsearch_mcp.dates import normalize_timestamp
+from smartsearch_mcp.store import queries as sql
+from smartsearch_mcp.store.schema import MIGRATIONS
+from smartsearch_mcp.types import (
+    ROLES,
+    ForgetResult,
+    InputError,
+    NotFoundError,
+    RememberResult,
+    Scope,
+    SessionInfo,
+    StoreStats,
+    Turn,
+    TurnInput,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 256
+ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant"}
+
+_TURN_COLUMNS = (
+    "id, namespace, session_id, position, speaker, role, text, timestamp, timestamp_raw, "
+    "created_at, metadata, content_hash"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _PreparedTurn:
+    speaker: str | None
+    role: str
+    text: str
+    timestamp: str | None
+    timestamp_raw: str | None
+    metadata_json: str
+    content_hash: str
+
+
+class SQLiteStore:
+    """Async access to one memory database. Create with `await SQLiteStore.open(path)`."""
+
+    def __init__(
+        self,
+        path: str,
+        writer: aiosqlite.Connection,
+        reader: aiosqlite.Connection,
+        max_turns_per_call: int,
+        max_text_chars: int,
+    ) -> None:
+        self.path = path
+        self._writer = writer
+        self._reader = reader
+        self.max_turns_per_call = max_turns_per_call
+        self.max_text_chars = max_text_chars
+
+    @classmethod
+    async def open(
+        cls,
+        path: str | Path,
+        *,
+        busy_timeout_ms: int = 30_000,
+        max_turns_per_call: int = 10_000,
+        max_text_chars: int = 1_000_000,
+    ) -> SQLiteStore:
+        """Open (creating and migrating if needed) the database at `path` (or ":memory:")."""
+        target = str(path)
+        if target != ":memory:":
+            file = Path(target).expanduser()
+            file.parent.mkdir(parents=True, exist_ok=True)
+            if not file.exists():
+                # Private from the first byte: memories are personal.
+                fd = os.open(file, os.O_CREAT | os.O_WRONLY, 0o600)
+                os.close(fd)
+            target = str(file)
+        writer = await _connect(target, busy_timeout_ms)
+        try:
+            await _migrate(writer)
+            reader = writer if target == ":memory:" else await _connect(target, busy_timeout_ms)
+        except BaseException:
+            await writer.close()
+            raise
+        return cls(target, writer, reader, max_turns_per_call, max_text_chars)
+
+    async def close(self) -> None:
+        if self._reader is not self._writer:
+            await self._reader.close()
+        await self._writer.close()
+
+    async def schema_version(self) -> int:
+        return await _current_version(self._reader)
+
+    # ------------------------------------------------------------------ writes
+
+    async def remember(
+        self, namespace: str, session_id: str | None, turns: Sequence[TurnInput]
+    ) -> RememberResult:
+        """Store `turns` in one transaction; skip duplicates; return ids in input order."""
+        namespace = check_name("namespace", namespace)
+        session_id = check_name("session_id", session_id) if session_id else _new_session_id()
+        if not turns:
+            raise InputError("remember needs at least one turn")
+        if len(turns) > self.max_turns_per_call:
+            raise InputError(
+                f"too many turns in one call ({len(turns)}); the limit is "
+                f"{self.max_turns_per_call} — split the import into several calls"
+            )
+        prepared = [self._prepare(i, turn) for i, turn in enumerate(turns)]
+        created_at = _now()
+        db = self._writer
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            async with db.execute(
+                "SELECT content_hash, id FROM turns WHERE namespace = ? AND session_id = ?",
+                (namespace, session_id),
+            ) as cursor:
+                existing = {row[0]: row[1] async for row in cursor}
+            async with db.execute(
+                "SELECT COALESCE(MAX(position) + 1, 0) FROM turns "
+                "WHERE namespace = ? AND session_id = ?",
+                (namespace, session_id),
+            ) as cursor:
+                row = await cursor.fetchone()
+            position = int(row[0]) if row else 0
+            async with db.execute("SELECT COALESCE(MAX(id), 0) FROM turns") as cursor:
+                row = await cursor.fetchone()
+            async with db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'turns'") as cursor:
+                seq_row = await cursor.fetchone()
+            next_id = max(int(row[0]) if row else 0, int(seq_row[0]) if seq_row else 0) + 1
+            ids: list[int] = []
+            rows: list[tuple[Any, ...]] = []
+            for turn in prepared:
+                if turn.content_hash in existing:
+                    ids.append(existing[turn.content_hash])
+                    continue
+                existing[turn.content_hash] = next_id
+                ids.append(next_id)
+                rows.append(
+                    (
+                        next_id,
+                        namespace,
+                        session_id,
+                        position,
+                        turn.speaker,
+                        turn.role,
+                        turn.text,
+                        turn.timestamp,
+                        turn.timestamp_raw,
+                        created_at,
+                        turn.metadata_json,
+                        turn.content_hash,
+                    )
+                )
+                next_id += 1
+                position += 1
+            await db.execute(
+                "INSERT INTO sessions (namespace, id, created_at, turn_count) VALUES (?, ?, ?, 0) "
+                "ON CONFLICT (namespace, id) DO NOTHING",
+                (namespace, session_id, created_at),
+            )
+            if rows:
+                await db.executemany(
+                    f"INSERT INTO turns ({_TURN_COLUMNS}) VALUES ({_marks(12)})", rows
+                )
+                await _refresh_sessions(db, namespace, [session_id])
+            await db.commit()
+        except BaseException:
+            await db.rollback()
+            raise
+        return RememberResult(
+            ids=ids,
+            session_id=session_id,
+            namespace=namespace,
+            stored=len(rows),
+            duplicates_skipped=len(prepared) - len(rows),
+        )
+
+    async def forget(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[int] | None = None,
+        session_id: str | None = None,
+        whole_namespace: bool = False,
+    ) -> ForgetResult:
+        """Delete turns by id, a whole session, or (explicitly) a whole namespace."""
+        namespace = check_name("namespace", namespace)
+        if not ids and not session_id and not whole_namespace:
+            raise InputError("forget needs ids, a session_id, or the whole namespace")
+        clauses = ["namespace = ?"]
+        params: list[Any] = [namespace]
+        if ids:
+            clean = [_check_id(i) for i in ids]
+            clauses.append(f"id IN ({_marks(len(clean))})")
+            params.extend(clean)
+        if session_id:
+            clauses.append("session_id = ?")
+            params.append(check_name("session_id", session_id))
+        where = " AND ".join(clauses)
+        db = self._writer
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            async with db.execute(
+                f"SELECT id, session_id FROM turns WHERE {where} ORDER BY id", params
+            ) as cursor:
+                found = [(int(r[0]), str(r[1])) async for r in cursor]
+            if ids:
+                missing = sorted(set(int(i) for i in ids) - {i for i, _ in found})
+                if missing:
+                    raise NotFoundError(
+                        f"no turns with ids {missing[:20]} in namespace {namespace!r}; "
+                        "nothing was deleted (read memory://sessions to find ids)"
+                    )
+            if session_id and not found:
+                raise NotFoundError(
+                    f"no session {session_id!r} in namespace {namespace!r}; nothing was deleted"
+                )
+            deleted_ids = [i for i, _ in found]
+            touched = sorted({s for _, s in found})
+            for chunk in _chunks(deleted_ids, 500):
+                await db.execute(f"DELETE FROM turns WHERE id IN ({_marks(len(chunk))})", chunk)
+            await _refresh_sessions(db, namespace, touched)
+            async with db.execute(
+                f"SELECT id FROM sessions WHERE namespace = ? AND turn_count = 0 "
+                f"AND id IN ({_marks(len(touched))})"
+                if touched
+                else "SELECT NULL WHERE 0",
+                [namespace, *touched] if touched else [],
+            ) as cursor:
+                emptied = [str(r[0]) async for r in cursor]
+            if emptied:
+                await db.execute(
+                    f"DELETE FROM sessions WHERE namespace = ? AND id IN ({_marks(len(emptied))})",
+                    [namespace, *emptied],
+                )
+            if whole_namespace:
+                await db.execute("DELETE FROM sessions WHERE namespace = ?", (namespace,))
+            await db.commit()
+        except BaseException:
+            await db.rollback()
+            raise
+        return ForgetResult(
+            deleted_turn_ids=deleted_ids, deleted_sessions=emptied, namespace=namespace
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_turns(
+        self, ids: Sequence[int], namespaces: Sequence[str] | None = None
+    ) -> list[Turn]:
+        """Turns by id, in the order given; ids not found (or outside `namespaces`) are left out."""
+        if not ids:
+            return []
+        by_id: dict[int, Turn] = {}
+        for chunk in _chunks([_check_id(i) for i in ids], 500):
+            sql_text = f"SELECT {_TURN_COLUMNS} FROM turns WHERE id IN ({_marks(len(chunk))})"
+            params: list[Any] = list(chunk)
+            if namespaces is not None:
+                sql_text += f" AND namespace IN ({_marks(len(namespaces))})"
+                params.extend(namespaces)
+            for turn in await self._fetch_turns(sql_text, params):
+                by_id[turn.id] = turn
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def session_turns(self, namespace: str, session_id: str) -> list[Turn]:
+        turns = await self._fetch_turns(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND session_id = ? "
+            "ORDER BY position",
+            (namespace, session_id),
+        )
+        if not turns:
+            raise NotFoundError(
+                f"no session {session_id!r} in namespace {namespace!r} "
+                "(read memory://sessions for the list)"
+            )
+        return turns
+
+    async def list_sessions(
+        self, namespace: str | None = None, limit: int = 1000, offset: int = 0
+    ) -> list[SessionInfo]:
+        where, params = ("WHERE namespace = ?", [namespace]) if namespace else ("", [])
+        async with self._reader.execute(
+            "SELECT id, namespace, first_timestamp, last_timestamp, turn_count FROM sessions "
+            f"{where} ORDER BY COALESCE(last_timestamp, created_at) DESC, id LIMIT ? OFFSET ?",
+            [*params, limit, offset],
+        ) as cursor:
+            return [
+                SessionInfo(
+                    id=r[0],
+                    namespace=r[1],
+                    first_timestamp=r[2],
+                    last_timestamp=r[3],
+                    turn_count=r[4],
+                )
+                async for r in cursor
+            ]
+
+    async def namespaces(self) -> dict[str, int]:
+        async with self._reader.execute(
+            "SELECT namespace, COUNT(*) FROM turns GROUP BY namespace ORDER BY namespace"
+        ) as cursor:
+            return {str(r[0]): int(r[1]) async for r in cursor}
+
+    async def stats(self, namespace: str | None = None) -> StoreStats:
+        where, params = ("WHERE namespace = ?", [namespace]) if namespace else ("", [])
+        async with self._reader.execute(
+            f"SELECT COUNT(*), MIN(timestamp), MAX(timestamp) FROM turns {where}", params
+        ) as cursor:
+            row = await cursor.fetchone()
+        async with self._reader.execute(f"SELECT COUNT(*) FROM sessions {where}", params) as cur:
+            sessions_row = await cur.fetchone()
+        namespaces = await self.namespaces()
+        if namespace:
+            namespaces = {k: v for k, v in namespaces.items() if k == namespace}
+        size = 0
+        if self.path != ":memory:":
+            for suffix in ("", "-wal"):
+                file = Path(self.path + suffix)
+                size += file.stat().st_size if file.exists() else 0
+        return StoreStats(
+            turns=int(row[0]) if row else 0,
+            sessions=int(sessions_row[0]) if sessions_row else 0,
+            namespaces=namespaces,
+            first_timestamp=row[1] if row else None,
+            last_timestamp=row[2] if row else None,
+            database=self.path,
+            schema_version=await self.schema_version(),
+            size_bytes=size,
+        )
+
+    async def scope_turns(self, scope: Scope) -> list[Turn]:
+        """Every turn a query may see (the index-free grep mode reads these)."""
+        where, params = sql.scope_filter(scope)
+        return await self._fetch_turns(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} ORDER BY id", params
+        )
+
+    async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]:
+        """(turn id, BM25 score — higher is better) for an FTS5 MATCH expression."""
+        if not match:
+            return []
+        where, params = sql.scope_filter(scope, alias="t")
+        try:
+            async with self._reader.execute(
+                "SELECT t.id, -bm25(turns_fts) AS score FROM turns_fts "
+                "JOIN turns t ON t.id = turns_fts.rowid "
+                f"WHERE turns_fts MATCH ? AND {where} ORDER BY score DESC LIMIT ?",
+                [match, *params, limit],
+            ) as cursor:
+                return [(int(r[0]), float(r[1])) async for r in cursor]
+        except sqlite3.OperationalError as exc:
+            raise InputError(f"full-text query could not be run: {exc}") from exc
+
+    async def data_version(self) -> int:
+        """Changes whenever another connection (this process's writer, or another process)
+        commits: the key for caches of what is stored."""
+        async with self._reader.execute("PRAGMA data_version") as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def iter_turns(
+        self, namespace: str | None = None, batch: int = 1000
+    ) -> AsyncIterator[Turn]:
+        """All turns (of one namespace, or all) in id order, read in batches."""
+        last = 0
+        while True:
+            params: list[Any] = [last]
+            extra = ""
+            if namespace:
+                extra = " AND namespace = ?"
+                params.append(namespace)
+            turns = await self._fetch_turns(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE id > ?{extra} ORDER BY id LIMIT {batch}",
+                params,
+            )
+            if not turns:
+                return
+            for turn in turns:
+                yield turn
+            last = turns[-1].id
+
+    async def get_embeddings(
+        self, model: str, keys: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], bytes]:
+        """Cached vectors for (turn id, passage start) keys; missing keys are left out."""
+        found: dict[tuple[int, int], bytes] = {}
+        wanted = set(keys)
+        for chunk in _chunks(sorted({k[0] for k in wanted}), 500):
+            async with self._reader.execute(
+                f"SELECT turn_id, start, vector FROM embeddings WHERE model = ? "
+                f"AND turn_id IN ({_marks(len(chunk))})",
+                [model, *chunk],
+            ) as cursor:
+                async for turn_id, start, vector in cursor:
+                    if (turn_id, start) in wanted:
+                        found[(int(turn_id), int(start))] = bytes(vector)
+        return found
+
+    async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None:
+        """Cache vectors; entries whose turn was deleted meanwhile are dropped."""
+        if not items:
+            return
+        db = self._writer
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            await db.executemany(
+                "INSERT OR REPLACE INTO embeddings (model, turn_id, start, vector) "
+                "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)",
+                [(model, t, s, v, t) for t, s, v in items],
+            )
+            await db.commit()
+        except BaseException:
+            await db.rollback()
+            raise
+
+    async def turns_without_embeddings(self, model: str, limit: int) -> list[Turn]:
+        """Turns with no cached vector for `model` (oldest first): the embedding backlog."""
+        return await self._fetch_turns(
+            f"SELECT {_TURN_COLUMNS} FROM turns t WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+            "WHERE e.model = ? AND e.turn_id = t.id) ORDER BY t.id LIMIT ?",
+            (model, limit),
+        )
+
+    async def backup(self, destination: str | Path) -> None:
+        """A consistent snapshot of the whole database (SQLite online backup API)."""
+        target = await aiosqlite.connect(str(destination))
+        try:
+            await self._reader.backup(target)
+        finally:
+            await target.close()
+
+    async def integrity_check(self) -> list[str]:
+        """Problems found by SQLite and by comparing the FTS index with the turns."""
+        problems: list[str] = []
+        async with self._reader.execute("PRAGMA integrity_check") as cursor:
+            rows = [str(r[0]) async for r in cursor]
+        if rows != ["ok"]:
+            problems.extend(rows)
+        try:
+            await self._writer.execute(
+                "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)"
+            )
+        except sqlite3.DatabaseError as exc:
+            problems.append(f"full-text index: {exc}")
+        return problems
+
+    # ------------------------------------------------------------------ helpers
+
+    def _prepare(self, index: int, turn: TurnInput) -> _PreparedTurn:
+        where = f"turns[{index}]"
+        text = turn.text
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(f"{where}.text must be a non-empty string")
+        if len(text) > self.max_text_chars:
+            raise InputError(
+                f"{where}.text has {len(text)} characters; the limit is {self.max_text_chars}"
+            )
+        _check_encodable(f"{where}.text", text)
+        speaker = turn.speaker
+        if speaker is not None:
+            if not isinstance(speaker, str):
+                raise InputError(f"{where}.speaker must be a string")
+            speaker = speaker.strip() or None
+            if speaker and len(speaker) > MAX_NAME_CHARS:
+                raise InputError(f"{where}.speaker is longer than {MAX_NAME_CHARS} characters")
+            if speaker:
+                _check_encodable(f"{where}.speaker", speaker)
+        role = (turn.role or "other").strip().lower() if isinstance(turn.role, str | None) else None
+        role = ROLE_ALIASES.get(role or "", role)
+        if role not in ROLES:
+            raise InputError(f"{where}.role must be one of {list(ROLES)}, got {turn.role!r}")
+        raw = turn.timestamp
+        try:
+            timestamp = normalize_timestamp(raw) if raw is not None else None
+        except InputError as exc:
+            raise InputError(f"{where}.timestamp: {exc}") from exc
+        timestamp_raw = None if raw is None else str(raw)
+        if timestamp_raw is not None:
+            _check_encodable(f"{where}.timestamp", timestamp_raw)
+        if timestamp is None:
+            timestamp = _now()
+        metadata = turn.metadata if turn.metadata is not None else {}
+        if not isinstance(metadata, dict):
+            raise InputError(f"{where}.metadata must be a JSON object")
+        try:
+            metadata_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+            _check_encodable(f"{where}.metadata", metadata_json)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"{where}.metadata is not valid JSON: {exc}") from exc
+        digest = hashlib.sha256(
+            json.dumps([speaker, text, timestamp], ensure_ascii=False).encode(
+                "utf-8", "surrogatepass"
+            )
+        ).hexdigest()
+        return _PreparedTurn(speaker, role, text, timestamp, timestamp_raw, metadata_json, digest)
+
+    async def _fetch_turns(self, sql_text: str, params: Sequence[Any]) -> list[Turn]:
+        async with self._reader.execute(sql_text, params) as cursor:
+            return [_row_to_turn(row) async for row in cursor]
+
+
+# ---------------------------------------------------------------------- module helpers
+
+
+def check_name(kind: str, value: object) -> str:
+    """Validate a namespace or session id: a short printable string."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{kind} must be a non-empty string")
+    if len(value) > MAX_NAME_CHARS:
+        raise InputError(f"{kind} is longer than {MAX_NAME_CHARS} characters")
+    if any(ord(c) < 32 for c in value):
+        raise InputError(f"{kind} must not contain control characters")
+    _check_encodable(kind, value)
+    return value
+
+
+def _check_id(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"turn ids are positive integers, got {value!r}")
+    return value
+
+
+def _check_encodable(where: str, text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(
+            f"{where} is not valid Unicode (unpaired surrogate at index {exc.start}); "
+            "send UTF-8 text"
+        ) from exc
+
+
+def _row_to_turn(row: Sequence[Any]) -> Turn:
+    return Turn(
+        id=int(row[0]),
+        namespace=row[1],
+        session_id=row[2],
+        position=int(row[3]),
+        speaker=row[4],
+        role=row[5],
+        text=row[6],
+        timestamp=row[7],
+        timestamp_raw=row[8],
+        created_at=row[9],
+        metadata=json.loads(row[10]) if row[10] else {},
+        content_hash=row[11],
+    )
+
+
+async def _refresh_sessions(
+    db: aiosqlite.Connection, namespace: str, session_ids: Sequence[str]
+) -> None:
+    for chunk in _chunks(list(session_ids), 500):
+        await db.execute(
+            "UPDATE sessions SET "
+            "turn_count = (SELECT COUNT(*) FROM turns t WHERE t.namespace = sessions.namespace "
+            "  AND t.session_id = sessions.id), "
+            "first_timestamp = (SELECT MIN(timestamp) FROM turns t WHERE "
+            "  t.namespace = sessions.namespace AND t.session_id = sessions.id), "
+            "last_timestamp = (SELECT MAX(timestamp) FROM turns t WHERE "
+            "  t.namespace = sessions.namespace AND t.session_id = sessions.id) "
+            f"WHERE namespace = ? AND id IN ({_marks(len(chunk))})",
+            [namespace, *chunk],
+        )
+
+
+async def _connect(target: str, busy_timeout_ms: int) -> aiosqlite.Connection:
+    db = await aiosqlite.connect(target, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    if target != ":memory:":
+        await db.execute("PRAGMA journal_mode = WAL")
+    # FULL: a turn acknowledged by remember survives power loss, not only a process crash.
+    await db.execute("PRAGMA synchronous = FULL")
+    await db.execute("PRAGMA foreign_keys = ON")
+    return db
+
+
+async def _current_version(db: aiosqlite.Connection) -> int:
+    async with db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
+    ) as cursor:
+        if await cursor.fetchone() is None:
+            return 0
+    async with db.execute("SELECT MAX(version) FROM schema_version") as cursor:
+        row = await cursor.fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+async def _migrate(db: aiosqlite.Connection) -> None:
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        version = await _current_version(db)
+        latest = len(MIGRATIONS)
+        if version > latest:
+            raise InputError(
+                f"the database has schema version {version}, newer than this smartsearch-mcp "
+                f"understands ({latest}); upgrade smartsearch-mcp"
+            )
+        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in statements:
+                await db.execute(statement)
+            await db.execute(
+                "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (number, _now())
+            )
+            log.info("applied schema migration %d", number)
+        await db.commit()
+    except BaseException:
+        await db.rollback()
+        raise
+
+
+def _marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _chunks(items: list[Any], size: int) -> list[list[Any]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _now() -> str:
+    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+
+
+def _new_session_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]

@@ -1,0 +1,187 @@
+"""Domain types shared by every layer: plain frozen dataclasses, no I/O.
+
+Imports flow one way: types <- config <- store / models <- pipeline <- server <- cli.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+Role = Literal["user", "assistant", "other"]
+ROLES: tuple[str, ...] = ("user", "assistant", "other")
+
+DEFAULT_NAMESPACE = "default"
+
+
+class SmartSearchError(Exception):
+    """Base class for expected, user-facing errors (bad input, unknown ids, bad config).
+
+    The message must say what went wrong and what to do next.
+    """
+
+
+class InputError(SmartSearchError):
+    """The caller's arguments are invalid; nothing was changed."""
+
+
+class NotFoundError(SmartSearchError):
+    """A referenced turn, session or namespace does not exist."""
+
+
+class ConfigError(SmartSearchError):
+    """A configuration file or value is invalid (raised at start-up, naming the key)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnInput:
+    """One turn as given by a caller or an importer, before it is stored."""
+
+    text: str
+    speaker: str | None = None
+    role: str | None = None
+    timestamp: str | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInput:
+    """A session of turns from an importer: stored with one `remember` call."""
+
+    session_id: str | None
+    turns: list[TurnInput]
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A stored turn. `text` is exactly what was remembered, never rewritten."""
+
+    id: int
+    namespace: str
+    session_id: str
+    position: int
+    speaker: str | None
+    role: str
+    text: str
+    timestamp: str | None  # normalized ISO 8601 (when it was said), or None
+    timestamp_raw: str | None  # the string the caller gave
+    created_at: str  # ISO 8601 UTC, when it was stored
+    metadata: dict[str, Any]
+    content_hash: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    namespace: str
+    first_timestamp: str | None
+    last_timestamp: str | None
+    turn_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    ids: list[int]  # one per input turn, in input order (a skipped duplicate maps to the stored id)
+    session_id: str
+    namespace: str
+    stored: int
+    duplicates_skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    deleted_turn_ids: list[int]
+    deleted_sessions: list[str]
+    namespace: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    turns: int
+    sessions: int
+    namespaces: dict[str, int]  # namespace -> turn count
+    first_timestamp: str | None
+    last_timestamp: str | None
+    database: str
+    schema_version: int
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which turns a query may see."""
+
+    namespaces: tuple[str, ...] = (DEFAULT_NAMESPACE,)
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A rankable piece of a turn: the whole turn, or a slice of a long one.
+
+    `start`/`end` are character offsets into the turn's text.
+    """
+
+    turn: Turn
+    start: int
+    end: int
+
+    @property
+    def text(self) -> str:
+        return self.turn.text[self.start : self.end]
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.turn.id, self.start)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A passage handed to the rankers, with how recall found it."""
+
+    passage: Passage
+    lexical_score: float
+    sources: tuple[str, ...] = ()  # e.g. ("grep", "prf", "hop:Caroline", "date", "dense")
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    """A candidate after ranking: its fused score and each ranker's raw score."""
+
+    candidate: Candidate
+    score: float
+    ranker_scores: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """An entity found in the first hits and searched again (multi-hop expansion)."""
+
+    entity: str
+    found_in: list[int]  # turn ids where the entity was discovered
+    turn_ids: list[int]  # turn ids the second search added
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    passages: list[Scored]
+    tokens_used: int
+    max_tokens: int
+    rankers: list[str]
+    warnings: list[str]
+    hops: list[Hop] = field(default_factory=list)
+    candidates: int = 0
+    score_at_cut: float | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class Scorer(Protocol):
+    """Scores (query, passage text) pairs; higher is more relevant. Synchronous, thread-safe."""
+
+    name: str
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]: ...

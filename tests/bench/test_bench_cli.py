@@ -1,0 +1,188 @@
+"""`smartsearch-mcp bench` end to end through the real `Memory` (lexical ranking only, no
+model), on the fixture slices; plus argument errors and the main CLI's dispatch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smartsearch_mcp.bench.cli import build_parser, run_bench
+from smartsearch_mcp.cli import main
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.types import InputError
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run(argv: list[str], config: Config, out: Path) -> dict[str, Any]:
+    assert run_bench([*argv, "--out", str(out), "--no-progress"], config, "lexical") == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def assert_recall_in_unit_interval(data: dict[str, Any]) -> None:
+    for system in data["summary"]["recall"].values():
+        for by_category in system.values():
+            for value in by_category.values():
+                assert value is None or 0.0 <= value <= 1.0
+
+
+def test_locomo_bench_end_to_end_writes_results_summary_and_plots(
+    lexical_config: Config, tmp_path: Path
+) -> None:
+    out = tmp_path / "locomo"
+    data = run(
+        ["locomo", str(FIXTURES / "locomo"), "--baseline", "bm25", "--baseline", "full-context"],
+        lexical_config,
+        out,
+    )
+
+    for plot in ("recall_vs_budget.png", "latency.png"):
+        assert (out / plot).read_bytes()[:8] == PNG_MAGIC
+    assert "| 1,500 | BM25 (FTS5) |" in (out / "summary.md").read_text()
+    assert data["budgets"] == [750, 1500, 3000, 6000]
+    assert set(data["summary"]["recall"]) == {"smartsearch", "bm25", "full-context"}
+    assert_recall_in_unit_interval(data)
+    assert len(data["questions"]) == 5
+    first = data["questions"][0]
+    assert first["systems"]["smartsearch"]["1500"]["recall"] == 1.0  # 8 turns fit any budget
+    assert first["systems"]["smartsearch"]["750"]["tokens"] <= 750
+    assert first["latency_ms"]["end_to_end"] > 0
+    assert {"analyze", "retrieve", "expand", "rank"} <= set(first["latency_ms"])
+    assert data["haystacks"][0]["turns"] == 8
+
+
+def test_beam_bench_end_to_end_excludes_abstention_from_recall(
+    lexical_config: Config, tmp_path: Path
+) -> None:
+    data = run(["beam", str(FIXTURES / "beam"), "--baseline", "bm25", "--no-plots"],
+               lexical_config, tmp_path / "beam")  # fmt: skip
+
+    summary = data["summary"]
+    assert summary["excluded_no_gold"]["abstention"] == 1
+    assert summary["recall"]["smartsearch"]["750"]["abstention"] is None
+    assert_recall_in_unit_interval(data)
+
+
+def test_longmemeval_bench_end_to_end_on_the_fixture_slice(
+    lexical_config: Config, tmp_path: Path
+) -> None:
+    data = run(
+        ["longmemeval", str(FIXTURES / "longmemeval" / "longmemeval_s_slice.json"), "--no-plots"],
+        lexical_config,
+        tmp_path / "lme",
+    )
+
+    (question,) = data["questions"]
+    assert question["reference"] == "2023-05-30T23:40:00"
+    assert question["gold"]
+    assert_recall_in_unit_interval(data)
+
+
+@pytest.mark.slow
+def test_longmemeval_bench_on_the_real_sample_record_with_its_whole_haystack(
+    lexical_config: Config, tmp_path: Path, shared_data: Any
+) -> None:
+    path = shared_data("longmemeval-sample/longmemeval_s_one_question.json")
+
+    data = run(["longmemeval", str(path), "--no-plots"], lexical_config, tmp_path / "lme")
+
+    assert data["haystacks"][0]["input_turns"] == 550
+    assert data["haystacks"][0]["turns"] == 548  # two turns repeat verbatim in their session
+    (question,) = data["questions"]
+    assert question["gold"]
+    assert question["candidate_recall"] is not None
+
+
+def test_scale_bench_builds_a_synthetic_memory_and_times_both_modes(
+    lexical_config: Config, tmp_path: Path
+) -> None:
+    out = tmp_path / "scale"
+    argv = ["scale", "--turns", "2000", "--data", str(FIXTURES / "locomo"), "--data",
+            str(FIXTURES / "beam"), "--queries", "3", "--checkpoints", "1000"]  # fmt: skip
+
+    data = run(argv, lexical_config, out)
+
+    assert [p["turns"] for p in data["checkpoints"]] == [1000, 2000]
+    assert data["stored"] + data["duplicates_skipped"] == 2000
+    for point in data["checkpoints"]:
+        assert set(point["recall"]) == {"indexed", "grep"}
+        assert point["recall"]["indexed"]["p50"] > 0
+        assert point["db_bytes"] > 0
+        assert point["peak_rss_mb"] > 0
+    assert data["remember_turns_per_s"] > 0
+    assert any("bulk remember" in t for t in data["targets"])
+    assert "| 2,000 |" in (out / "summary.md").read_text()
+    assert (out / "scale.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_scale_bench_needs_real_data_to_recombine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("SMARTSEARCH_BENCH_DATA", raising=False)
+    with pytest.raises(InputError, match="--data"):
+        run_bench(["scale", "--turns", "10", "--out", str(tmp_path)], Config(), None)
+
+
+def test_a_missing_path_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such file or folder"):
+        run_bench(["locomo", str(tmp_path / "nowhere")], Config(), None)
+
+
+def test_an_invalid_path_names_what_was_expected(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text('{"turns": []}')
+    with pytest.raises(InputError, match="LoCoMo"):
+        run_bench(["locomo", str(tmp_path / "x.json")], Config(), None)
+
+
+def test_bad_budgets_and_categories_are_rejected(tmp_path: Path) -> None:
+    locomo = str(FIXTURES / "locomo")
+    with pytest.raises(InputError, match="budgets"):
+        run_bench(["locomo", locomo, "--budgets", "100,abc"], Config(), None)
+    with pytest.raises(InputError, match="categories"):
+        run_bench(["locomo", locomo, "--categories", "7"], Config(), None)
+    with pytest.raises(SystemExit):
+        run_bench(["locomo", locomo, "--baseline", "oracle"], Config(), None)
+
+
+def test_without_a_bench_name_help_is_shown(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_bench([], Config(), None) == 2
+    assert "locomo" in capsys.readouterr().err
+
+
+def test_the_parser_documents_every_bench() -> None:
+    text = build_parser().format_help()
+    for name in ("locomo", "beam", "longmemeval", "scale", "report"):
+        assert name in text
+
+
+def test_main_cli_dispatches_bench_and_honours_config_after_the_bench_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "lexical.toml"
+    config.write_text(
+        '[nlp]\nspacy_models = []\n[retrieval]\ndense = false\n[rank]\nscorers = ["lexical"]\n'
+    )
+    out = tmp_path / "out"
+
+    argv = ["bench", "locomo", str(FIXTURES / "locomo"), "--config", str(config)]
+    argv += ["--limit", "2", "--out", str(out), "--no-progress", "--no-plots"]
+
+    code = main(argv)
+
+    assert code == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["config_name"] == "lexical"
+    assert data["config"]["rank"]["scorers"] == ["lexical"]
+    assert len(data["questions"]) == 2
+    assert "Gold-evidence recall" in capsys.readouterr().out
+
+
+def test_main_cli_reports_a_missing_path_as_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["bench", "beam", str(tmp_path / "nowhere")]) == 1
+    assert "no such file or folder" in capsys.readouterr().err

@@ -1,0 +1,126 @@
+"""Metric functions on hand-computed cases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from smartsearch_mcp.bench.metrics import (
+    evidence_recall,
+    latency_summary,
+    mean,
+    ordered_categories,
+    percentile,
+    summarize,
+    word_count,
+)
+
+
+def test_evidence_recall_is_the_share_of_gold_turns_found() -> None:
+    assert evidence_recall([1, 2, 3, 4], [2, 4, 9]) == 0.5
+    assert evidence_recall([7], [7]) == 1.0
+    assert evidence_recall([7], []) == 0.0
+
+
+def test_evidence_recall_counts_each_gold_turn_once() -> None:
+    assert evidence_recall([1, 1, 2], [1, 1, 1]) == 0.5
+
+
+def test_evidence_recall_is_none_without_gold() -> None:
+    assert evidence_recall([], [1, 2]) is None
+
+
+def test_word_count_splits_on_any_whitespace() -> None:
+    assert word_count("  one two\nthree\tfour  ") == 4
+    assert word_count("") == 0
+
+
+def test_mean_ignores_none_and_is_none_for_nothing() -> None:
+    assert mean([1.0, None, 0.0]) == 0.5
+    assert mean([None]) is None
+    assert mean([]) is None
+
+
+def test_percentile_interpolates_linearly_like_numpy() -> None:
+    values = [10.0, 20.0, 30.0, 40.0]
+    assert percentile(values, 50) == 25.0
+    assert percentile(values, 95) == pytest.approx(38.5)
+    assert percentile(values, 0) == 10.0
+    assert percentile(values, 100) == 40.0
+    assert percentile([5.0], 95) == 5.0
+    assert percentile([], 50) is None
+
+
+def test_percentile_rejects_out_of_range_q() -> None:
+    with pytest.raises(ValueError, match=r"0\.\.100"):
+        percentile([1.0], 101)
+
+
+def test_latency_summary_reports_p50_p95_mean_and_count() -> None:
+    assert latency_summary([1.0, 3.0]) == {"p50": 2.0, "p95": 2.9, "mean": 2.0, "n": 2}
+
+
+def test_ordered_categories_follow_the_given_order_then_appearance() -> None:
+    outcomes = [{"category": "x"}, {"category": "b"}, {"category": "a"}]
+    assert ordered_categories(outcomes, ["a", "b", "c"]) == ["a", "b", "x"]
+
+
+def outcome(category: str, gold: list[int], recall: dict[str, float | None], **extra: Any) -> dict:
+    return {
+        "category": category,
+        "gold": gold,
+        "candidate_recall": extra.get("candidate_recall"),
+        "candidates": extra.get("candidates", 10),
+        "full_context_tokens": 1000,
+        "systems": {
+            "smartsearch": {
+                budget: {"recall": value, "tokens": int(budget) // 2, "words": 10}
+                for budget, value in recall.items()
+            },
+            "full-context": {
+                "all": {"recall": 1.0 if gold else None, "tokens": 1000, "words": 800}
+            },
+        },
+        "latency_ms": {"end_to_end": extra.get("ms", 10.0)},
+        "qa": extra.get("qa"),
+    }
+
+
+def test_summarize_averages_per_category_and_overall_excluding_questions_without_gold() -> None:
+    outcomes = [
+        outcome("temporal", [1], {"100": 1.0, "200": 1.0}, candidate_recall=1.0, ms=10.0),
+        outcome("temporal", [2, 3], {"100": 0.0, "200": 0.5}, candidate_recall=0.5, ms=30.0),
+        outcome("multi-hop", [4], {"100": 1.0, "200": 1.0}, candidate_recall=1.0, ms=20.0),
+        outcome("multi-hop", [], {"100": None, "200": None}, ms=40.0),
+    ]
+
+    summary = summarize(outcomes, [100, 200], ["multi-hop", "temporal"])
+
+    assert summary["categories"] == ["multi-hop", "temporal"]
+    assert summary["questions"] == {"multi-hop": 2, "temporal": 2, "overall": 4}
+    assert summary["with_gold"] == {"multi-hop": 1, "temporal": 2, "overall": 3}
+    assert summary["excluded_no_gold"]["overall"] == 1
+    recall = summary["recall"]["smartsearch"]
+    assert recall["100"] == {"multi-hop": 1.0, "temporal": 0.5, "overall": pytest.approx(2 / 3)}
+    assert recall["200"] == {"multi-hop": 1.0, "temporal": 0.75, "overall": pytest.approx(2.5 / 3)}
+    assert summary["recall"]["full-context"]["all"]["overall"] == 1.0
+    assert summary["candidate_recall"]["temporal"] == 0.75
+    assert summary["tokens"]["smartsearch"]["200"] == 100
+    assert summary["token_ratio"]["smartsearch"]["200"] == pytest.approx(0.1)
+    assert summary["full_context_tokens"] == 1000
+    assert summary["latency_ms"]["end_to_end"]["p50"] == 25.0
+    assert summary["qa"] is None
+
+
+def test_summarize_reports_qa_accuracy_per_category() -> None:
+    outcomes = [
+        outcome("a", [1], {"100": 1.0}, qa={"correct": True}),
+        outcome("a", [1], {"100": 1.0}, qa={"correct": False}),
+        outcome("b", [1], {"100": 1.0}, qa={"correct": True}),
+    ]
+
+    qa = summarize(outcomes, [100])["qa"]
+
+    assert qa["a"] == {"accuracy": 0.5, "n": 2}
+    assert qa["overall"]["accuracy"] == pytest.approx(2 / 3)

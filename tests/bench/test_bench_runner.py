@@ -1,0 +1,123 @@
+"""The harness on its own, with a deterministic fake pipeline (BM25 rank, word truncation):
+remembering, gold mapping, recall at budgets, baselines, latency fields, limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smartsearch_mcp.bench.datasets import load_locomo_bench, load_longmemeval_bench
+from smartsearch_mcp.bench.runner import (
+    WARM_UP_QUERY,
+    RunOptions,
+    primary_budget,
+    run_benchmark,
+)
+from smartsearch_mcp.config import Config
+
+pytestmark = pytest.mark.anyio
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+
+async def run_locomo(pool: Any, **options: Any) -> Any:
+    benchmark = load_locomo_bench(FIXTURES / "locomo")
+    settings = {"budgets": (20, 1000), "baselines": ("bm25", "full-context"), "progress": False}
+    settings.update(options)
+    return await run_benchmark(benchmark, Config(), RunOptions(**settings), pool=pool)
+
+
+async def test_each_question_is_ranked_once_and_truncated_at_every_budget(fake_pool: Any) -> None:
+    output = await run_locomo(fake_pool)
+
+    (memory,) = fake_pool.opened
+    warm_up, *calls = memory.pipeline.calls  # an untimed first recall loads the models
+    assert warm_up[0] == WARM_UP_QUERY
+    assert len(calls) == 5
+    assert fake_pool.closed
+    first = output.outcomes[0]
+    assert first["id"] == "26:q0"
+    assert first["category"] == "temporal"
+    assert set(first["systems"]["smartsearch"]) == {"20", "1000"}
+    assert first["reference"] == "2023-05-25T13:14:00"
+
+
+async def test_gold_dia_ids_map_to_the_remembered_turns(fake_pool: Any) -> None:
+    output = await run_locomo(fake_pool)
+
+    first = output.outcomes[0]
+    (gold_id,) = first["gold"]
+    assert first["gold_turns"][str(gold_id)]["text"].startswith("I went to a LGBTQ support")
+    hand_made = output.outcomes[4]
+    assert len(hand_made["gold"]) == 5
+    assert hand_made["unresolved_evidence"] == ["see", "D30:5"]
+
+
+async def test_recall_candidates_and_baselines_are_within_bounds(fake_pool: Any) -> None:
+    output = await run_locomo(fake_pool)
+
+    for outcome in output.outcomes:
+        for system, budgets in outcome["systems"].items():
+            for result in budgets.values():
+                if outcome["gold"]:
+                    assert 0.0 <= result["recall"] <= 1.0, system
+                else:
+                    assert result["recall"] is None
+        assert set(outcome["candidate_found"]) <= set(outcome["gold"])
+    first = output.outcomes[0]
+    assert first["systems"]["smartsearch"]["1000"]["recall"] == 1.0
+    assert first["systems"]["bm25"]["1000"]["recall"] == 1.0
+    assert first["systems"]["full-context"]["all"]["recall"] == 1.0
+    assert first["systems"]["bm25"]["20"]["tokens"] <= 20
+    assert first["systems"]["full-context"]["all"]["tokens"] == first["full_context_tokens"]
+
+
+async def test_a_question_without_resolvable_gold_is_kept_but_scores_no_recall(
+    fake_pool: Any,
+) -> None:
+    output = await run_locomo(fake_pool)
+
+    no_gold = output.outcomes[3]  # "What did Melanie paint recently?": D8:6, D9:17 missing
+    assert no_gold["gold"] == []
+    assert no_gold["candidate_recall"] is None
+    assert no_gold["systems"]["smartsearch"]["1000"]["recall"] is None
+
+
+async def test_latency_has_the_pipeline_stages_truncate_end_to_end_and_bm25(
+    fake_pool: Any,
+) -> None:
+    output = await run_locomo(fake_pool)
+
+    latency = output.outcomes[0]["latency_ms"]
+    assert {"analyze", "retrieve", "expand", "rank", "truncate", "end_to_end", "bm25"} <= set(
+        latency
+    )
+    assert latency["end_to_end"] >= latency["truncate"] >= 0
+    assert output.rankers == {"fake": 5}
+    assert output.haystacks[0]["turns"] == 8
+
+
+async def test_limit_stops_after_n_questions(fake_pool: Any) -> None:
+    output = await run_locomo(fake_pool, limit=2)
+
+    assert [o["id"] for o in output.outcomes] == ["26:q0", "26:q1"]
+
+
+async def test_longmemeval_is_ranked_at_the_question_date(fake_pool: Any) -> None:
+    benchmark = load_longmemeval_bench(FIXTURES / "longmemeval" / "longmemeval_s_slice.json")
+
+    output = await run_benchmark(
+        benchmark, Config(), RunOptions(budgets=(500,), progress=False), pool=fake_pool
+    )
+
+    _, (_, reference) = fake_pool.opened[0].pipeline.calls
+    assert reference is not None and reference.isoformat() == "2023-05-30T23:40:00"
+    assert output.outcomes[0]["gold"]
+
+
+def test_primary_budget_is_the_one_closest_to_the_configured_default() -> None:
+    assert primary_budget([750, 1500, 3000], 1500) == 1500
+    assert primary_budget([750, 3000], 1500) == 750
+    assert primary_budget([4000], 1500) == 4000

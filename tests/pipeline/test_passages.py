@@ -1,0 +1,119 @@
+"""Splitting long turns into passages that are exact slices of the turn."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from smartsearch_mcp.pipeline.passages import split_into_passages
+from smartsearch_mcp.types import Passage, Turn
+
+
+def make_turn(text: str) -> Turn:
+    return Turn(
+        id=7,
+        namespace="default",
+        session_id="s1",
+        position=0,
+        speaker="assistant",
+        role="assistant",
+        text=text,
+        timestamp=None,
+        timestamp_raw=None,
+        created_at="2024-01-01T00:00:00Z",
+        metadata={},
+        content_hash="h",
+    )
+
+
+def spans(passages: list[Passage]) -> list[tuple[int, int]]:
+    return [(p.start, p.end) for p in passages]
+
+
+def test_a_short_turn_is_one_passage() -> None:
+    turn = make_turn("I painted a sunset yesterday.")
+    assert split_into_passages(turn, max_words=10, overlap_words=2) == [
+        Passage(turn=turn, start=0, end=len(turn.text))
+    ]
+
+
+def test_an_empty_turn_is_one_empty_passage() -> None:
+    turn = make_turn("")
+    assert spans(split_into_passages(turn, 5, 1)) == [(0, 0)]
+
+
+def test_long_turns_split_on_sentences_with_overlap() -> None:
+    text = " ".join(f"Sentence {i} has six words." for i in range(6))
+    # each sentence is 5 words; windows of 12 words hold 2 sentences, overlap 1 sentence
+    passages = split_into_passages(make_turn(text), max_words=12, overlap_words=5)
+    assert [p.text for p in passages] == [
+        "Sentence 0 has six words. Sentence 1 has six words. ",
+        "Sentence 1 has six words. Sentence 2 has six words. ",
+        "Sentence 2 has six words. Sentence 3 has six words. ",
+        "Sentence 3 has six words. Sentence 4 has six words. ",
+        "Sentence 4 has six words. Sentence 5 has six words.",
+    ]
+
+
+def test_without_overlap_windows_tile_the_text() -> None:
+    text = " ".join(f"Sentence {i} has six words." for i in range(4))
+    passages = split_into_passages(make_turn(text), max_words=10, overlap_words=0)
+    assert spans(passages) == [(0, 52), (52, 103)]
+
+
+def test_paragraphs_and_list_lines_are_boundaries() -> None:
+    text = "Intro line here.\n\nFirst point is long\n- item one\n- item two\nlast words"
+    passages = split_into_passages(make_turn(text), max_words=6, overlap_words=0)
+    # units of 3, 4, 3, 3 and 2 words ("-" is a word), packed into windows of 6
+    assert [p.text for p in passages] == [
+        "Intro line here.\n\n",
+        "First point is long\n",
+        "- item one\n- item two\n",
+        "last words",
+    ]
+
+
+def test_a_sentence_longer_than_a_window_is_split_between_words() -> None:
+    text = "one two three four five six seven"
+    passages = split_into_passages(make_turn(text), max_words=3, overlap_words=1)
+    assert [p.text for p in passages] == [
+        "one two three ",
+        "three four five ",
+        "five six seven",
+    ]
+
+
+@pytest.mark.parametrize(("max_words", "overlap"), [(0, 0), (5, 5), (5, -1), (3, 7)])
+def test_invalid_window_settings_are_rejected(max_words: int, overlap: int) -> None:
+    with pytest.raises(ValueError, match="overlap_words < max_words"):
+        split_into_passages(make_turn("a b c"), max_words, overlap)
+
+
+TEXT = st.lists(
+    st.one_of(
+        st.sampled_from(["word", "Caroline", "3.5", "end.", "why?", "wow!", "\n", "\n\n", "- ",
+                         "😀", "שלום", "\x00", "  ", "\t", "”", "a.", "…"]),
+        st.text(max_size=8),
+    ),
+    max_size=80,
+).map(" ".join)  # fmt: skip
+
+
+@given(TEXT, st.integers(min_value=1, max_value=20), st.integers(min_value=0, max_value=19))
+def test_passages_are_exact_ordered_slices_covering_the_text(
+    text: str, max_words: int, overlap: int
+) -> None:
+    overlap = min(overlap, max_words - 1)
+    turn = make_turn(text)
+    passages = split_into_passages(turn, max_words, overlap)
+    assert passages and passages[0].start == 0 and passages[-1].end == len(text)
+    for previous, current in itertools.pairwise(passages):
+        assert previous.start < current.start <= previous.end  # ordered, no gaps
+        assert current.end > previous.end  # each passage adds text
+    for passage in passages:
+        assert passage.text == text[passage.start : passage.end]
+        assert len(passage.text.split()) <= max_words
+    assert split_into_passages(turn, max_words, overlap) == passages

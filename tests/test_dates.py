@@ -1,0 +1,133 @@
+"""Query time expressions: `find_time_range` read string for string."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from smartsearch_mcp.dates import DateRange, find_time_range
+
+# A Wednesday afternoon.
+REFERENCE = datetime(2023, 6, 14, 15, 30)
+
+
+def day(year: int, month: int, dom: int) -> datetime:
+    return datetime(year, month, dom)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("What did I do on 8 May 2023?", DateRange(day(2023, 5, 8), day(2023, 5, 9), "8 May 2023")),
+        ("the 8th of May, 2023", DateRange(day(2023, 5, 8), day(2023, 5, 9), "8th of May, 2023")),
+        ("May 8th, 2023", DateRange(day(2023, 5, 8), day(2023, 5, 9), "May 8th, 2023")),
+        ("on Sept. 3 2021", DateRange(day(2021, 9, 3), day(2021, 9, 4), "Sept. 3 2021")),
+        ("2023-05-08", DateRange(day(2023, 5, 8), day(2023, 5, 9), "2023-05-08")),
+        ("2023/5/8", DateRange(day(2023, 5, 8), day(2023, 5, 9), "2023/5/8")),
+        ("in May 2023", DateRange(day(2023, 5, 1), day(2023, 6, 1), "May 2023")),
+        ("during May of 2021", DateRange(day(2021, 5, 1), day(2021, 6, 1), "May of 2021")),
+        ("december 2022", DateRange(day(2022, 12, 1), day(2023, 1, 1), "december 2022")),
+        ("in 2022", DateRange(day(2022, 1, 1), day(2023, 1, 1), "2022")),
+        ("summer of 2022", DateRange(day(2022, 6, 1), day(2022, 9, 1), "summer of 2022")),
+        ("winter 2022", DateRange(day(2022, 12, 1), day(2023, 3, 1), "winter 2022")),
+        ("on May 8th", DateRange(day(2023, 5, 8), day(2023, 5, 9), "May 8th")),
+        ("on 20 June", DateRange(day(2022, 6, 20), day(2022, 6, 21), "20 June")),
+        ("in March", DateRange(day(2023, 3, 1), day(2023, 4, 1), "March")),
+        ("in September", DateRange(day(2022, 9, 1), day(2022, 10, 1), "September")),
+        ("yesterday", DateRange(day(2023, 6, 13), day(2023, 6, 14), "yesterday")),
+        ("last night", DateRange(day(2023, 6, 13), day(2023, 6, 14), "last night")),
+        (
+            "the day before yesterday",
+            DateRange(day(2023, 6, 12), day(2023, 6, 13), "the day before yesterday"),
+        ),
+        ("today", DateRange(day(2023, 6, 14), day(2023, 6, 15), "today")),
+        ("last week", DateRange(day(2023, 6, 5), day(2023, 6, 12), "last week")),
+        ("this week", DateRange(day(2023, 6, 12), day(2023, 6, 19), "this week")),
+        ("the past week", DateRange(day(2023, 6, 8), day(2023, 6, 15), "the past week")),
+        ("last month", DateRange(day(2023, 5, 1), day(2023, 6, 1), "last month")),
+        ("this month", DateRange(day(2023, 6, 1), day(2023, 7, 1), "this month")),
+        ("last year", DateRange(day(2022, 1, 1), day(2023, 1, 1), "last year")),
+        ("this year", DateRange(day(2023, 1, 1), day(2024, 1, 1), "this year")),
+        ("3 days ago", DateRange(day(2023, 6, 11), day(2023, 6, 12), "3 days ago")),
+        ("a day ago", DateRange(day(2023, 6, 13), day(2023, 6, 14), "a day ago")),
+        ("two weeks ago", DateRange(day(2023, 5, 29), day(2023, 6, 5), "two weeks ago")),
+        ("a few months ago", DateRange(day(2023, 3, 1), day(2023, 4, 1), "a few months ago")),
+        (
+            "a couple of years ago",
+            DateRange(day(2021, 1, 1), day(2022, 1, 1), "a couple of years ago"),
+        ),
+        ("the past 3 days", DateRange(day(2023, 6, 12), day(2023, 6, 15), "the past 3 days")),
+        (
+            "the last two months",
+            DateRange(day(2023, 4, 15), day(2023, 6, 15), "the last two months"),
+        ),
+        ("last Saturday", DateRange(day(2023, 6, 10), day(2023, 6, 11), "last Saturday")),
+        ("last Wednesday", DateRange(day(2023, 6, 7), day(2023, 6, 8), "last Wednesday")),
+        ("last weekend", DateRange(day(2023, 6, 10), day(2023, 6, 12), "last weekend")),
+        ("last summer", DateRange(day(2022, 6, 1), day(2022, 9, 1), "last summer")),
+        ("last May", DateRange(day(2023, 5, 1), day(2023, 6, 1), "last May")),
+        ("last July", DateRange(day(2022, 7, 1), day(2022, 8, 1), "last July")),
+    ],
+)
+def test_find_time_range_reads_each_expression(text: str, expected: DateRange) -> None:
+    assert find_time_range(text, REFERENCE) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What did Caroline paint?",
+        "I may go there",
+        "we march on",
+        "room 2023 is free",
+        "31 February",
+        "99999 years ago",
+        "",
+    ],
+)
+def test_find_time_range_finds_nothing_without_a_date(text: str) -> None:
+    assert find_time_range(text, REFERENCE) is None
+
+
+def test_the_leftmost_expression_wins() -> None:
+    found = find_time_range("last week, not in 2019", REFERENCE)
+    assert found is not None and found.expression == "last week"
+
+
+def test_a_longer_expression_at_the_same_place_wins() -> None:
+    found = find_time_range("8 May 2023", REFERENCE)
+    assert found == DateRange(day(2023, 5, 8), day(2023, 5, 9), "8 May 2023")
+
+
+def test_an_impossible_day_falls_back_to_its_month() -> None:
+    found = find_time_range("31 February 2023", REFERENCE)
+    assert found == DateRange(day(2023, 2, 1), day(2023, 3, 1), "February 2023")
+
+
+def test_months_ago_cross_year_boundaries() -> None:
+    found = find_time_range("2 months ago", datetime(2023, 1, 20))
+    assert found == DateRange(day(2022, 11, 1), day(2022, 12, 1), "2 months ago")
+
+
+def test_ranges_keep_the_reference_timezone() -> None:
+    found = find_time_range("yesterday", datetime(2023, 6, 14, 9, tzinfo=UTC))
+    assert found == DateRange(
+        datetime(2023, 6, 13, tzinfo=UTC), datetime(2023, 6, 14, tzinfo=UTC), "yesterday"
+    )
+
+
+FRAGMENTS = st.sampled_from(
+    ["May", "may", "8th", "2023", "last", "week", "ago", "3", "days", "in", "of", "\x00",
+     "\ud800", "😀", "שלום", "-", "/", "9999", "0", "31", "February", "weekend", "past"]
+)  # fmt: skip
+
+
+@given(st.one_of(st.text(), st.lists(FRAGMENTS, max_size=12).map(" ".join)))
+def test_any_text_gives_none_or_a_nonempty_range_read_from_the_text(text: str) -> None:
+    found = find_time_range(text, REFERENCE)
+    if found is not None:
+        assert found.start < found.end
+        assert found.expression and found.expression in text

@@ -1,0 +1,241 @@
+"""The SQLite store on real files: verbatim turns, dedupe, sessions, forget, FTS in step."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.store.queries import fts_any, fts_quote, scope_filter
+from smartsearch_mcp.types import InputError, NotFoundError, Scope, TurnInput
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def store(tmp_path: Path):
+    s = await SQLiteStore.open(tmp_path / "memory.db")
+    yield s
+    await s.close()
+
+
+async def test_remember_returns_ids_in_input_order_and_stores_text_verbatim(store):
+    texts = ["  leading space", "emoji 🎉 and RTL שלום", "tabs\tand\nnewlines", "NUL\x00byte"]
+    result = await store.remember("ns", "s1", [TurnInput(t, speaker="Ann") for t in texts])
+    turns = await store.get_turns(result.ids)
+    assert [t.text for t in turns] == texts
+    assert [t.position for t in turns] == [0, 1, 2, 3]
+    assert result.ids == sorted(result.ids)
+    assert result.stored == 4 and result.duplicates_skipped == 0
+
+
+async def test_duplicate_turns_are_skipped_counted_and_mapped_to_the_stored_id(store):
+    first = await store.remember("ns", "s1", [TurnInput("hi", "A", timestamp="2024-01-01")])
+    again = await store.remember(
+        "ns", "s1", [TurnInput("hi", "A", timestamp="2024-01-01"), TurnInput("new", "A")]
+    )
+    assert again.duplicates_skipped == 1 and again.stored == 1
+    assert again.ids[0] == first.ids[0]
+    # Same text in another session, or by another speaker, is not a duplicate.
+    other = await store.remember("ns", "s2", [TurnInput("hi", "A", timestamp="2024-01-01")])
+    assert other.stored == 1
+
+
+async def test_timestamps_are_normalized_and_the_original_kept(store):
+    result = await store.remember(
+        "ns",
+        "s1",
+        [
+            TurnInput("a", timestamp="1:56 pm on 8 May, 2023"),
+            TurnInput("b", timestamp="2023/05/20 (Sat) 02:21"),
+            TurnInput("c", timestamp="2024-03-15T10:00:00+02:00"),
+            TurnInput("d", timestamp=1700000000),
+        ],
+    )
+    turns = await store.get_turns(result.ids)
+    assert [t.timestamp for t in turns] == [
+        "2023-05-08T13:56:00",
+        "2023-05-20T02:21:00",
+        "2024-03-15T08:00:00Z",
+        "2023-11-14T22:13:20Z",
+    ]
+    assert turns[0].timestamp_raw == "1:56 pm on 8 May, 2023"
+
+
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        (TurnInput(""), "non-empty"),
+        (TurnInput("x", role="robot"), "role"),
+        (TurnInput("x", timestamp="not a date"), "timestamp"),
+        (TurnInput("x", timestamp="99999-01-01"), "timestamp"),
+        (TurnInput("bad \ud800 surrogate"), "surrogate"),
+        (TurnInput("x", metadata=["not", "an", "object"]), "metadata"),  # type: ignore[arg-type]
+    ],
+)
+async def test_bad_turns_raise_a_clear_error_and_store_nothing(store, turn, message):
+    with pytest.raises(InputError, match=message):
+        await store.remember("ns", "s1", [TurnInput("good one"), turn])
+    assert (await store.stats()).turns == 0
+
+
+async def test_more_turns_than_the_limit_is_an_error_naming_the_limit(tmp_path):
+    store = await SQLiteStore.open(tmp_path / "m.db", max_turns_per_call=3)
+    try:
+        with pytest.raises(InputError, match="limit is 3"):
+            await store.remember("ns", None, [TurnInput(f"t{i}") for i in range(4)])
+    finally:
+        await store.close()
+
+
+async def test_ten_thousand_turns_are_stored_in_one_call(store):
+    result = await store.remember("ns", None, [TurnInput(f"turn {i}") for i in range(10_000)])
+    assert result.stored == 10_000 and len(set(result.ids)) == 10_000
+    sessions = await store.list_sessions("ns")
+    assert sessions[0].turn_count == 10_000
+
+
+async def test_sessions_track_first_and_last_timestamp_and_count(store):
+    await store.remember(
+        "ns", "s1", [TurnInput("a", timestamp="2023-05-08"), TurnInput("b", timestamp="2023-05-01")]
+    )
+    (info,) = await store.list_sessions("ns")
+    assert (info.first_timestamp, info.last_timestamp, info.turn_count) == (
+        "2023-05-01T00:00:00",
+        "2023-05-08T00:00:00",
+        2,
+    )
+
+
+async def test_forget_by_ids_session_and_namespace(store):
+    a = await store.remember("ns", "s1", [TurnInput("one"), TurnInput("two")])
+    await store.remember("ns", "s2", [TurnInput("three")])
+    await store.remember("other", "s1", [TurnInput("kept")])
+    gone = await store.forget("ns", ids=[a.ids[0]])
+    assert gone.deleted_turn_ids == [a.ids[0]]
+    gone = await store.forget("ns", session_id="s1")
+    assert gone.deleted_turn_ids == [a.ids[1]] and gone.deleted_sessions == ["s1"]
+    await store.forget("ns", whole_namespace=True)
+    stats = await store.stats()
+    assert stats.namespaces == {"other": 1}
+    assert await store.search_fts(fts_any(["one", "two", "three"]), Scope(("ns",)), 10) == []
+
+
+async def test_forget_unknown_ids_deletes_nothing(store):
+    a = await store.remember("ns", "s1", [TurnInput("one")])
+    with pytest.raises(NotFoundError, match="999"):
+        await store.forget("ns", ids=[a.ids[0], 999])
+    assert (await store.stats()).turns == 1
+
+
+async def test_fts_index_stays_in_step_with_turns(store):
+    await store.remember("ns", "s1", [TurnInput("Caroline went hiking"), TurnInput("Mel paints")])
+    hits = await store.search_fts(fts_any(["hiking"]), Scope(("ns",)), 10)
+    assert len(hits) == 1
+    assert await store.integrity_check() == []
+
+
+async def test_scope_filters_by_session_and_dates(store):
+    await store.remember("ns", "s1", [TurnInput("old", timestamp="2020-01-01")])
+    await store.remember("ns", "s2", [TurnInput("new", timestamp="2024-01-01")])
+    from datetime import datetime
+
+    recent = await store.scope_turns(Scope(("ns",), since=datetime(2023, 1, 1)))
+    assert [t.text for t in recent] == ["new"]
+    only_s1 = await store.scope_turns(Scope(("ns",), session_id="s1"))
+    assert [t.text for t in only_s1] == ["old"]
+
+
+async def test_database_file_is_private_and_uses_wal(tmp_path):
+    path = tmp_path / "private.db"
+    store = await SQLiteStore.open(path)
+    await store.close()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_reopening_keeps_turns_and_schema_version(tmp_path):
+    path = tmp_path / "m.db"
+    store = await SQLiteStore.open(path)
+    await store.remember("ns", "s1", [TurnInput("persisted")])
+    version = await store.schema_version()
+    await store.close()
+    store = await SQLiteStore.open(path)
+    try:
+        assert await store.schema_version() == version
+        assert (await store.stats()).turns == 1
+    finally:
+        await store.close()
+
+
+async def test_in_memory_database_works():
+    store = await SQLiteStore.open(":memory:")
+    try:
+        r = await store.remember("ns", None, [TurnInput("hello")])
+        assert (await store.get_turns(r.ids))[0].text == "hello"
+    finally:
+        await store.close()
+
+
+async def test_embeddings_are_cached_and_dropped_with_their_turn(store):
+    r = await store.remember("ns", "s1", [TurnInput("a"), TurnInput("b")])
+    await store.put_embeddings("m", [(r.ids[0], 0, b"\x01\x02"), (999, 0, b"x")])
+    assert await store.get_embeddings("m", [(r.ids[0], 0), (r.ids[1], 0)]) == {
+        (r.ids[0], 0): b"\x01\x02"
+    }
+    assert [t.id for t in await store.turns_without_embeddings("m", 10)] == [r.ids[1]]
+    await store.forget("ns", ids=[r.ids[0]])
+    assert await store.get_embeddings("m", [(r.ids[0], 0)]) == {}
+
+
+def test_scope_filter_builds_the_expected_sql():
+    from datetime import datetime
+
+    where, params = scope_filter(
+        Scope(("a", "b"), session_id="s", since=datetime(2023, 1, 1), until=datetime(2024, 1, 1)),
+        alias="t",
+    )
+    assert where == (
+        "t.namespace IN (?, ?) AND t.session_id = ? AND substr(t.timestamp, 1, 19) >= ? "
+        "AND substr(t.timestamp, 1, 19) < ?"
+    )
+    assert params == ["a", "b", "s", "2023-01-01T00:00:00", "2024-01-01T00:00:00"]
+
+
+def test_fts_quote_neutralizes_query_syntax():
+    assert fts_quote('NEAR("a" * b) AND -c:d') == '"NEAR a b AND c d"'
+    assert fts_quote("*()") is None
+    assert fts_any(["x y", "x y", "z"]) == '"x y" OR "z"'
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(text=st.text(min_size=1, max_size=200))
+async def test_any_text_is_a_safe_fts_query(store, text):
+    await store.search_fts(fts_any(text.split() or [text]), Scope(("ns",)), 5)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    texts=st.lists(
+        st.text(st.characters(blacklist_categories=["Cs"]), min_size=1).filter(str.strip),
+        min_size=1,
+        max_size=5,
+    ),
+    speaker=st.none() | st.text(st.characters(blacklist_categories=["Cs", "Cc"]), max_size=20),
+)
+async def test_whatever_is_remembered_reads_back_verbatim(store, texts, speaker):
+    result = await store.remember("prop", None, [TurnInput(t, speaker=speaker) for t in texts])
+    turns = await store.get_turns(result.ids)
+    stored_texts = {t.id: t.text for t in turns}
+    assert [stored_texts[i] for i in result.ids] == texts

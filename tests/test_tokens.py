@@ -1,0 +1,97 @@
+"""Token counting: real BPE when bpe-openai is installed, else a documented estimate."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from smartsearch_mcp.tokens import (
+    BpeTokenCounter,
+    EstimatedTokenCounter,
+    get_token_counter,
+)
+from smartsearch_mcp.types import ConfigError
+
+needs_bpe = pytest.mark.skipif(
+    importlib.util.find_spec("bpe_openai") is None, reason="bpe-openai is not installed"
+)
+
+
+@needs_bpe
+def test_o200k_counts_match_the_reference_tokenizer() -> None:
+    counter = get_token_counter("o200k_base")
+    assert isinstance(counter, BpeTokenCounter)
+    assert counter.name == "o200k_base"
+    assert counter.count("Hello world") == 2
+    assert counter.count("") == 0
+
+
+@needs_bpe
+def test_cl100k_is_available_too() -> None:
+    counter = get_token_counter("cl100k_base")
+    assert counter.name == "cl100k_base"
+    assert counter.count("Hello world") == 2
+
+
+@needs_bpe
+def test_bpe_counter_accepts_lone_surrogates_and_nul() -> None:
+    counter = get_token_counter("o200k_base")
+    assert counter.count("a\ud800b") >= 2
+    assert counter.count("a\x00b") >= 1
+
+
+def test_counters_are_cached_by_name() -> None:
+    assert get_token_counter("estimate") is get_token_counter("estimate")
+
+
+def test_an_unknown_tokenizer_names_the_config_key() -> None:
+    with pytest.raises(ConfigError, match=r"truncation\.tokenizer"):
+        get_token_counter("gpt2")
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [
+        ("", 0),
+        ("hello", 2),  # 1.3 rounded up
+        ("hello world", 3),  # 2.6
+        ("Hello, world!", 5),  # 2.6 + 2 symbols
+        ("a" * 40, 10),  # one long run: 40 / 4
+        ("   \n\t", 0),
+    ],
+)
+def test_the_estimate_counts_words_and_symbols(text: str, tokens: int) -> None:
+    counter = EstimatedTokenCounter()
+    assert counter.name == "estimate"
+    assert counter.count(text) == tokens
+
+
+def test_a_missing_bpe_package_falls_back_to_the_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_bpe(name: str, *args: object, **kwargs: object) -> object:
+        if name.startswith("bpe_openai"):
+            raise ImportError("no bpe_openai")
+        return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
+
+    get_token_counter.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_bpe)
+    try:
+        assert get_token_counter("o200k_base").name == "estimate"
+    finally:
+        monkeypatch.undo()
+        get_token_counter.cache_clear()
+
+
+@settings(deadline=None)  # the first call may load a vocabulary
+@given(st.text())
+def test_counts_are_non_negative_for_any_text(text: str) -> None:
+    for name in ("estimate", "o200k_base"):
+        assert get_token_counter(name).count(text) >= 0
