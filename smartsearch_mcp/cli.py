@@ -60,24 +60,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--db",
-        help="database file (default: $SMARTSEARCH_DB, else the user data dir); ':memory:' works",
-    )
-    common.add_argument(
-        "--config", help="TOML config file or preset name in configs/ (e.g. offline)"
-    )
-    common.add_argument(
-        "--namespace", help="memory namespace (default: $SMARTSEARCH_NAMESPACE, else 'default')"
-    )
-    common.add_argument("--log-level", default="warning", help="debug, info, warning, error")
-
     parser = argparse.ArgumentParser(
-        prog=APP_NAME,
-        description="SmartSearch long-term memory for MCP agents.",
-        parents=[common],
+        prog=APP_NAME, description="SmartSearch long-term memory for MCP agents."
     )
+    _add_common(parser, argparse.SUPPRESS)
+    parser.set_defaults(db=None, config=None, namespace=None, log_level="warning")
+    # Subcommands accept the same options after their name; SUPPRESS keeps a value given
+    # before the subcommand from being reset to a default.
+    common = argparse.ArgumentParser(add_help=False)
+    _add_common(common, argparse.SUPPRESS)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
@@ -131,6 +122,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ---------------------------------------------------------------------- settings
+
+
+def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
+    parser.add_argument(
+        "--db",
+        default=default,
+        help="database file (default: $SMARTSEARCH_DB, else the user data dir); ':memory:' works",
+    )
+    parser.add_argument(
+        "--config",
+        default=default,
+        help="TOML config file or preset name in configs/ (e.g. offline)",
+    )
+    parser.add_argument(
+        "--namespace",
+        default=default,
+        help="memory namespace (default: $SMARTSEARCH_NAMESPACE, else 'default')",
+    )
+    parser.add_argument(
+        "--log-level", default=default, help="debug, info, warning, error (default: warning)"
+    )
 
 
 def resolve_db(args: argparse.Namespace, config: Config) -> str:

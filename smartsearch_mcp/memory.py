@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
+import anyio
+
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.dates import parse_timestamp
 from smartsearch_mcp.models import ModelRegistry
@@ -43,6 +45,7 @@ class Memory:
         self.models = models
         self.namespace = check_name("namespace", namespace)
         self.pipeline = RecallPipeline(store, config, models)
+        self._new_turns = anyio.Event()
 
     @classmethod
     async def open(
@@ -80,7 +83,25 @@ class Memory:
     ) -> RememberResult:
         result = await self.store.remember(self.resolve_namespace(namespace), session_id, turns)
         self.pipeline.invalidate()
+        if result.stored:
+            self._new_turns.set()
         return result
+
+    async def index_in_background(self) -> None:
+        """Embed new turns for dense retrieval whenever `remember` stored some; run as a
+        background task. `remember` never waits for it: an embedding backlog only means the
+        next recall embeds the missing passages itself."""
+        self._new_turns.set()  # catch up with what earlier runs stored
+        while True:
+            await self._new_turns.wait()
+            self._new_turns = anyio.Event()
+            try:
+                count = await self.pipeline.embed_backlog()
+            except Exception as exc:  # a background failure must not take the server down
+                log.warning("background embedding failed (recall embeds on demand): %s", exc)
+                count = 0
+            if count:
+                log.info("embedded %d passages in the background", count)
 
     async def recall(
         self,

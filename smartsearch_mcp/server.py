@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -127,10 +128,13 @@ def create_server(
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
         memory = await Memory.open(config, db_path, namespace)
         running["memory"] = memory
-        if preload_models:
-            _warm_models_later(memory)
         try:
-            yield AppContext(memory=memory)
+            async with anyio.create_task_group() as background:
+                if preload_models:
+                    _warm_models_later(memory)
+                    background.start_soon(memory.index_in_background)
+                yield AppContext(memory=memory)
+                background.cancel_scope.cancel()
         finally:
             running.pop("memory", None)
             await memory.close()

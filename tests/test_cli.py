@@ -1,0 +1,159 @@
+"""The command line through its entry point: import, export round trip, recall, stats,
+doctor, config errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from smartsearch_mcp.cli import main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LEXICAL_TOML = """
+[nlp]
+spacy_models = []
+[retrieval]
+dense = false
+[rank]
+scorers = ["lexical"]
+"""
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    config = tmp_path / "lexical.toml"
+    config.write_text(LEXICAL_TOML)
+    monkeypatch.setenv("SMARTSEARCH_DB", str(tmp_path / "memory.db"))
+    monkeypatch.setenv("SMARTSEARCH_CONFIG", str(config))
+    monkeypatch.delenv("SMARTSEARCH_NAMESPACE", raising=False)
+    return tmp_path
+
+
+def _exported(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+_KEPT = (
+    "namespace",
+    "session_id",
+    "position",
+    "speaker",
+    "role",
+    "text",
+    "timestamp",
+    "timestamp_raw",
+    "metadata",
+)
+
+
+def test_export_round_trips_through_import(env, capsys):
+    source = FIXTURES / "exports" / "turns.jsonl"
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert main(["export", "--all", "-o", str(env / "first.jsonl")]) == 0
+    first = _exported(env / "first.jsonl")
+    assert {t["text"] for t in first} == {
+        json.loads(line)["text"] for line in source.read_text().splitlines() if line.strip()
+    }
+    other_db = env / "second.db"
+    assert (
+        main(
+            [
+                "import",
+                str(env / "first.jsonl"),
+                "--format",
+                "jsonl",
+                "--db",
+                str(other_db),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
+    assert main(["export", "--all", "--db", str(other_db), "-o", str(env / "second.jsonl")]) == 0
+    second = _exported(env / "second.jsonl")
+    assert [{k: t[k] for k in _KEPT} for t in second] == [
+        # A turn remembered without a timestamp was stamped when stored; after a round trip
+        # that stamp is also its original string.
+        {**{k: t[k] for k in _KEPT}, "timestamp_raw": t["timestamp_raw"] or t["timestamp"]}
+        for t in first
+    ]
+
+
+def test_importing_the_same_file_twice_skips_duplicates(env, capsys):
+    source = FIXTURES / "exports" / "chatgpt_conversations.json"
+    assert main(["import", str(source), "--format", "chatgpt", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["import", str(source), "--format", "chatgpt", "--no-progress"]) == 0
+    assert "imported 0 turns" in capsys.readouterr().err
+
+
+def test_recall_prints_sessions_with_dates_and_json_on_request(env, capsys):
+    main(
+        [
+            "import",
+            str(FIXTURES / "exports" / "turns.jsonl"),
+            "--format",
+            "jsonl",
+            "--no-progress",
+            "--namespace",
+            "ignored-when-file-names-one",
+        ]
+    )
+    capsys.readouterr()
+    assert main(["recall", "When does the release move?", "--namespace", "work"]) == 0
+    text = capsys.readouterr().out
+    assert "Friday" in text and "2024-03-15" in text
+    assert main(["recall", "release Friday", "--namespace", "work", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["passages"][0]["text"] == "The release moves to Friday."
+    assert data["rankers"] == ["lexical"]
+
+
+def test_stats_reports_turns_per_namespace(env, capsys):
+    main(
+        ["import", str(FIXTURES / "exports" / "turns.jsonl"), "--format", "jsonl", "--no-progress"]
+    )
+    capsys.readouterr()
+    assert main(["stats", "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    assert stats["turns"] == sum(stats["namespaces"].values()) > 0
+
+
+def test_doctor_checks_the_database_and_prints_client_config_with_absolute_paths(env, capsys):
+    assert main(["doctor", "--skip-models"]) == 0
+    out = capsys.readouterr().out
+    assert "integrity check passed" in out
+    assert '"mcpServers"' in out and str(env / "memory.db") in out
+    assert "claude mcp add smartsearch" in out
+
+
+def test_an_unknown_config_key_fails_at_start_naming_the_key(env, capsys):
+    bad = env / "bad.toml"
+    bad.write_text("[truncation]\nmax_tokenz = 10\n")
+    assert main(["--config", str(bad), "stats"]) == 1
+    assert "truncation.max_tokenz" in capsys.readouterr().err
+
+
+def test_a_bad_import_file_is_a_clear_error_and_stores_nothing(env, capsys):
+    bad = env / "bad.jsonl"
+    bad.write_text('{"text": "fine"}\n{"text": 5}\n')
+    assert main(["import", str(bad), "--format", "jsonl", "--no-progress"]) == 1
+    assert "line 2" in capsys.readouterr().err
+    main(["stats", "--json"])
+    assert json.loads(capsys.readouterr().out)["turns"] == 0
+
+
+def test_recall_with_a_bad_budget_is_a_clear_error(env, capsys):
+    assert main(["recall", "anything", "--max-tokens", "0"]) == 1
+    assert "max_tokens" in capsys.readouterr().err
+
+
+def test_the_module_entry_point_runs(env):
+    done = subprocess.run(
+        [sys.executable, "-m", "smartsearch_mcp", "--version"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "smartsearch-mcp" in done.stdout
