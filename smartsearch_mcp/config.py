@@ -70,7 +70,6 @@ class ModelsConfig:
     cross_encoder: str = "cross-encoder/ms-marco-MiniLM-L-12-v2"
     colbert: str = "lightonai/answerai-colbert-small-v1"
     bi_encoder: str = "sentence-transformers/all-MiniLM-L6-v2"
-    spacy: str = "en_core_web_sm"
     device: str = "cpu"
     torch_threads: int = 0  # 0: one per core
     batch_size: int = 32

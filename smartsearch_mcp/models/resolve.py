@@ -20,6 +20,7 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from smartsearch_mcp.types import SmartSearchError
 
@@ -122,7 +123,7 @@ def resolve_model(name: str, *, label: str, allow_download: bool = True) -> Mode
                 "%s is not cached; using the installed package %s (same weights)", name, equivalent
             )
             return ModelLocation(equivalent, str(package_dir), "package")
-    if not allow_download or hub_offline():
+    if not allow_download or hub_offline() or not hub_reachable():
         raise ModelUnavailable(
             f"{label} unavailable: {name} cannot be loaded "
             f"(not in the local cache and no network): {OFFLINE_HINT}"
@@ -182,6 +183,30 @@ def hub_offline() -> bool:
     except ImportError:
         return _truthy(os.environ.get("HF_HUB_OFFLINE"))
     return bool(constants.HF_HUB_OFFLINE) or _truthy(os.environ.get("HF_HUB_OFFLINE"))
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether a TCP connection to the model hub opens within `timeout` seconds.
+
+    Without this probe, a download attempt with no network spends ~45 s in the hub client's
+    retries. Behind a proxy (HTTPS_PROXY/ALL_PROXY) the direct probe proves nothing, so the
+    hub is assumed reachable and the library's own error is reported.
+    """
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return True
+    try:
+        from huggingface_hub import constants
+
+        endpoint = str(constants.ENDPOINT)
+    except ImportError:
+        endpoint = "https://huggingface.co"
+    parsed = urlsplit(endpoint)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.hostname or "huggingface.co", port), timeout):
+            return True
+    except OSError:
+        return False
 
 
 def describe_load_error(label: str, location: ModelLocation | None, exc: BaseException) -> str:

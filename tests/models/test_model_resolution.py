@@ -104,14 +104,37 @@ def test_an_uncached_hub_id_offline_says_how_to_get_the_model() -> None:
     )
 
 
-def test_an_uncached_hub_id_is_downloaded_only_when_allowed_and_online(
+def test_an_uncached_hub_id_is_downloaded_only_when_allowed_and_the_hub_answers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(resolve_module, "hub_offline", lambda: False)
+    monkeypatch.setattr(resolve_module, "hub_reachable", lambda: True)
 
     assert resolve_model("org/model", label="Ranker").source == "hub"
     with pytest.raises(ModelUnavailable, match="not in the local cache"):
         resolve_model("org/model", label="Ranker", allow_download=False)
+
+    monkeypatch.setattr(resolve_module, "hub_reachable", lambda: False)
+    with pytest.raises(ModelUnavailable, match="not in the local cache and no network"):
+        resolve_model("org/model", label="Ranker")
+
+
+def test_the_hub_probe_fails_fast_when_the_hub_host_does_not_resolve(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from huggingface_hub import constants
+
+    for proxy in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(proxy, raising=False)
+    monkeypatch.setattr(constants, "ENDPOINT", "https://hub.invalid")
+
+    assert resolve_module.hub_reachable(timeout=2.0) is False
+
+
+def test_behind_a_proxy_the_hub_is_assumed_reachable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
+
+    assert resolve_module.hub_reachable() is True
 
 
 def test_names_that_are_not_packages_have_no_package_model() -> None:

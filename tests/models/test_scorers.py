@@ -268,3 +268,42 @@ def _three_label_importer(name: str) -> Any:
 class _Labels:
     def __init__(self, num_labels: int) -> None:
         self.num_labels = num_labels
+
+
+class _FakeColbert:
+    def __init__(self, path: str, **options: Any) -> None:
+        self.path, self.options = path, options
+
+
+@pytest.mark.parametrize(
+    ("sentence_transformers", "expected"),
+    [
+        ({"MultiVectorEncoder": _FakeColbert}, "sentence_transformers"),
+        ({}, "pylate"),  # sentence-transformers < 6 has no MultiVectorEncoder
+    ],
+)
+def test_the_colbert_backend_is_sentence_transformers_when_it_has_multi_vector_support(
+    sentence_transformers: dict[str, Any], expected: str
+) -> None:
+    import types
+
+    fakes = {
+        "sentence_transformers": types.SimpleNamespace(**sentence_transformers),
+        "pylate.models": types.SimpleNamespace(ColBERT=_FakeColbert),
+    }
+    location = ModelLocation("org/colbert", "org/colbert", "hub-cache")
+
+    scorer = ColbertScorer.load(location, device="cpu", importer=fakes.__getitem__)
+
+    assert scorer.backend == expected
+    assert scorer._model.path == "org/colbert"
+    assert scorer._model.options == {"device": "cpu", "local_files_only": True}
+
+
+def test_the_real_colbert_backend_is_the_one_the_installed_libraries_support(
+    tiny_scorers: dict[str, Any],
+) -> None:
+    import sentence_transformers
+
+    native = hasattr(sentence_transformers, "MultiVectorEncoder")
+    assert tiny_scorers["colbert"].backend == ("sentence_transformers" if native else "pylate")
