@@ -48,7 +48,7 @@ class RetrievalConfig:
     prf_terms: int = 6
     dense: bool = True  # also retrieve by bi-encoder similarity when embeddings exist
     dense_candidates: int = 60
-    neighbor_window: int = 0  # also hand the rankers the turns next to strong hits
+    speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
 
 
 @dataclass(frozen=True)

@@ -44,18 +44,29 @@ class ModelDownloadError(SmartSearchError):
     """Some configured models could not be downloaded; the message has one line per model."""
 
 
+def configured_kinds(config: Config) -> list[str]:
+    """The model kinds a configuration uses: its learned rankers, the bi-encoder when dense
+    retrieval is on, and spaCy when models are listed."""
+    kinds = [k for k in SCORER_KINDS if k in config.rank.scorers]
+    if config.retrieval.dense and "bi_encoder" not in kinds:
+        kinds.append("bi_encoder")
+    if config.nlp.spacy_models:
+        kinds.append("spacy")
+    return kinds
+
+
 def check_models(
     config: Config, kinds: Sequence[str] | None = None, *, allow_download: bool = False
 ) -> list[ModelStatus]:
-    """Load each configured model (cross-encoder, ColBERT, bi-encoder, spaCy), run it once on
-    a tiny input, and report how it went and how long loading took.
+    """Load each model the configuration uses (or each of `kinds`), run it once on a tiny
+    input, and report how it went and how long loading took.
 
     Nothing is downloaded unless `allow_download`: a model missing from the local cache is
     reported with what to do instead.
     """
     registry = ModelRegistry.from_config(config, allow_download=allow_download)
     statuses: list[ModelStatus] = []
-    for kind in kinds if kinds is not None else MODEL_KINDS:
+    for kind in kinds if kinds is not None else configured_kinds(config):
         if kind == "spacy":
             model: Any = registry.get_nlp()
         elif kind in SCORER_KINDS:
@@ -79,7 +90,7 @@ def download_models(config: Config) -> list[str]:
     from_hub: list[tuple[str, str]] = []  # (kind, hub id)
     lines: list[str] = []
     failed = False
-    for kind in SCORER_KINDS:
+    for kind in (k for k in configured_kinds(config) if k in SCORER_KINDS):
         name = getattr(config.models, kind)
         if Path(name).expanduser().is_dir():
             lines.append(f"{kind}: {name} is a local directory, nothing to download")

@@ -28,6 +28,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     Corpus,
     add_date_bonus,
     add_prf,
+    add_speaker_bonus,
     dense_top,
     idf_weighted,
     lexical_scores,
@@ -157,6 +158,7 @@ class RecallPipeline:
         scores = lexical_scores(terms, corpus.lowered)
         scores, _ = add_prf(analysis, scores, corpus, cfg.prf_docs, cfg.prf_terms)
         scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
+        scores = add_speaker_bonus(scores, corpus.passages, analysis, cfg.speaker_bonus)
         clock = _lap(timings, "retrieve", clock)
 
         learned = self.learned_rankers()

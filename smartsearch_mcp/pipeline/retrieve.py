@@ -115,6 +115,25 @@ def add_date_bonus(
     return out
 
 
+def add_speaker_bonus(
+    scores: list[float], passages: Sequence[Passage], analysis: QueryAnalysis, bonus: float
+) -> list[float]:
+    """Raise passages *said by* someone the question names ("What does Ann do to relax?"
+    is answered by Ann's own turns more often than by turns that mention her)."""
+    if bonus <= 0:
+        return scores
+    named = {e.text.lower() for e in analysis.entities}
+    named |= {t.term for t in analysis.terms if t.kind in ("entity", "proper")}
+    if not named:
+        return scores
+    out = list(scores)
+    for i, passage in enumerate(passages):
+        speaker = (passage.turn.speaker or "").lower()
+        if speaker and out[i] > 0 and (speaker in named or speaker.split()[0] in named):
+            out[i] += bonus
+    return out
+
+
 def top_indices(scores: Sequence[float], n: int, minimum: float = 0.0) -> list[int]:
     """Indices of the `n` highest scores above `minimum`, best first (ties: lower index)."""
     if n <= 0:

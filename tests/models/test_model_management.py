@@ -90,3 +90,20 @@ def test_a_missing_model_directory_fails_the_download_command(
 
     with pytest.raises(ModelDownloadError, match=r"colbert: model directory .*gone does not exist"):
         download_models(config)
+
+
+def test_only_the_models_a_configuration_uses_are_checked() -> None:
+    from smartsearch_mcp.config import Config
+    from smartsearch_mcp.models.manage import configured_kinds
+
+    assert configured_kinds(Config.load("offline")) == ["bi_encoder", "spacy"]
+    assert configured_kinds(Config.load("default")) == [
+        "cross_encoder",
+        "colbert",
+        "bi_encoder",
+        "spacy",
+    ]
+    lexical = Config().with_overrides(
+        rank={"scorers": ["lexical"]}, retrieval={"dense": False}, nlp={"spacy_models": []}
+    )
+    assert configured_kinds(lexical) == []
