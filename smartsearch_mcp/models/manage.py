@@ -47,7 +47,7 @@ class ModelDownloadError(SmartSearchError):
 def configured_kinds(config: Config) -> list[str]:
     """The model kinds a configuration uses: its learned rankers, the bi-encoder when dense
     retrieval is on, and spaCy when models are listed."""
-    kinds = [k for k in SCORER_KINDS if k in config.rank.scorers]
+    kinds: list[str] = [k for k in SCORER_KINDS if k in config.rank.scorers]
     if config.retrieval.dense and "bi_encoder" not in kinds:
         kinds.append("bi_encoder")
     if config.nlp.spacy_models:
