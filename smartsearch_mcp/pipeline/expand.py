@@ -31,7 +31,7 @@ def expand_entities(
     if max_entities <= 0 or per_entity <= 0 or not first_hits:
         return [], []
     mentions = find_entity_mentions(
-        analysis, [corpus.texts[i] for i in first_hits], nlp, max_entities
+        analysis, [corpus.texts[i] for i in first_hits], nlp, max_entities, corpus.entities
     )
     added: list[int] = []
     hops: list[Hop] = []

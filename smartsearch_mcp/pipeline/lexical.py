@@ -284,14 +284,19 @@ class EntityMention:
 
 
 def find_entity_mentions(
-    analysis: QueryAnalysis, hit_texts: Sequence[str], nlp: Any | None, max_entities: int
+    analysis: QueryAnalysis,
+    hit_texts: Sequence[str],
+    nlp: Any | None,
+    max_entities: int,
+    cache: dict[str, list[tuple[str, str]]] | None = None,
 ) -> list[EntityMention]:
     """Entities in `hit_texts` that are not in the query, for a second search.
 
     When the query names entities, only hits mentioning one of them count (the new entity
     co-occurs with the query's); otherwise every hit counts. Entities come from spaCy NER
     (named labels only) when `nlp` is given, else from capitalized sequences and acronyms.
-    Ranked by the number of hits naming them, then by first appearance.
+    Ranked by the number of hits naming them, then by first appearance. `cache` (text →
+    entities) lets repeated queries over the same texts skip NER.
     """
     if max_entities <= 0 or not hit_texts:
         return []
@@ -307,7 +312,7 @@ def find_entity_mentions(
         indices = list(range(len(hit_texts)))
     texts = [sanitize_text(hit_texts[i]) for i in indices]
     found: dict[str, tuple[str, str, list[int]]] = {}
-    for index, entities in zip(indices, _entities_of(texts, nlp), strict=True):
+    for index, entities in zip(indices, _cached_entities(texts, nlp, cache), strict=True):
         for surface, label in entities:
             words = tuple(tokenize_words(surface))
             key = " ".join(words)
@@ -327,6 +332,17 @@ def discover_entities(
 ) -> list[str]:
     """Surface forms of `find_entity_mentions`, best first."""
     return [m.text for m in find_entity_mentions(analysis, hit_texts, nlp, max_entities)]
+
+
+def _cached_entities(
+    texts: Sequence[str], nlp: Any | None, cache: dict[str, list[tuple[str, str]]] | None
+) -> list[list[tuple[str, str]]]:
+    if cache is None:
+        return list(_entities_of(texts, nlp))
+    missing = list(dict.fromkeys(t for t in texts if t not in cache))
+    for text, entities in zip(missing, _entities_of(missing, nlp), strict=True):
+        cache[text] = entities
+    return [cache[t] for t in texts]
 
 
 def _entities_of(texts: Sequence[str], nlp: Any | None) -> Iterable[list[tuple[str, str]]]:

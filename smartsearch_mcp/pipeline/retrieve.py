@@ -33,7 +33,8 @@ class Corpus:
     stats: CorpusStats | None = None
     vectors: np.ndarray | None = None  # unit vectors, row i for passages[i]
     vector_model: str | None = None
-    extras: dict[str, object] = field(default_factory=dict)
+    # NER results by text, filled as expansion reads first hits (the texts do not change).
+    entities: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, passages: list[Passage]) -> Corpus:

@@ -330,3 +330,23 @@ def test_discovery_is_safe_on_any_hit_text(nlp: Any, hits: list[str]) -> None:
     for model in (None, nlp):
         for mention in find_entity_mentions(analysis, hits, model, 3):
             assert mention.hits and all(0 <= i < len(hits) for i in mention.hits)
+
+
+def test_entity_discovery_runs_ner_once_per_text_when_given_a_cache() -> None:
+    class CountingNlp:
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def pipe(self, texts):  # type: ignore[no-untyped-def]
+            for text in texts:
+                self.seen.append(text)
+                yield type("Doc", (), {"ents": []})()
+
+    nlp = CountingNlp()
+    analysis = analyze_query("Where did Ann travel?", None)
+    hits = ["Ann flew to Lisbon with Bo.", "Ann met Bo in Porto."]
+    cache: dict[str, list[tuple[str, str]]] = {}
+    find_entity_mentions(analysis, hits, nlp, 4, cache)
+    find_entity_mentions(analysis, hits, nlp, 4, cache)
+    assert nlp.seen == hits
+    assert set(cache) == set(hits)
