@@ -48,6 +48,7 @@ class RetrievalConfig:
     prf_terms: int = 6
     dense: bool = True  # also retrieve by bi-encoder similarity when embeddings exist
     dense_candidates: int = 60
+    bm25_candidates: int = 0  # also take the FTS5 BM25 best turns as candidates
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
 
 
@@ -75,6 +76,9 @@ class ModelsConfig:
     batch_size: int = 32
 
 
+RANKERS = ("cross_encoder", "colbert", "bi_encoder", "context", "bm25", "lexical")
+
+
 @dataclass(frozen=True)
 class RankConfig:
     scorers: tuple[str, ...] = ("cross_encoder", "colbert", "lexical")
@@ -82,11 +86,20 @@ class RankConfig:
     weights: dict[str, float] = field(default_factory=dict)  # scorer name -> weight, default 1
     max_parallel: int = 2  # worker threads running scorers at once
 
+    def __post_init__(self) -> None:
+        for name in (*self.scorers, *self.weights):
+            if name not in RANKERS:
+                raise ConfigError(
+                    f"config key rank.scorers: unknown ranker {name!r}; known: {', '.join(RANKERS)}"
+                )
+        if self.rrf_k < 1 or self.max_parallel < 1:
+            raise ConfigError("config keys rank.rrf_k and rank.max_parallel must be at least 1")
+
 
 @dataclass(frozen=True)
 class TruncationConfig:
     max_tokens: int = 1500
-    top_k: int = 60
+    top_k: int = 60  # at the default max_tokens; scaled up for larger budgets
     alpha: float = 0.0  # keep passages scoring >= alpha * best (0 disables the threshold)
     min_passages: int = 1
     tokenizer: str = "o200k_base"

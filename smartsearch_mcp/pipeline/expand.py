@@ -3,7 +3,7 @@ entities, are searched again; what they find joins the candidates, with the hop 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
@@ -26,7 +26,8 @@ def expand_entities(
 
     Each entity adds at most `per_entity` passages not in `exclude`, preferring those that
     also match the query (`base_scores`). Returns the added indices and one Hop per entity
-    that added something.
+    found: the turns its search found (best first, up to `per_entity`), whether or not they
+    were candidates already, so a result can say why a passage came back.
     """
     if max_entities <= 0 or per_entity <= 0 or not first_hits:
         return [], []
@@ -38,20 +39,22 @@ def expand_entities(
     taken = set(exclude)
     for mention in mentions:
         matcher = compile_terms([WeightedTerm(mention.text.lower(), 1.0, "entity")])
-        found = [
-            i for i, text in enumerate(corpus.lowered) if i not in taken and matcher.score(text) > 0
-        ]
+        found = [i for i, text in enumerate(corpus.lowered) if matcher.score(text) > 0]
         found.sort(key=lambda i: (-base_scores[i], i))
-        chosen = found[:per_entity]
-        if not chosen:
+        fresh = [i for i in found if i not in taken][:per_entity]
+        taken.update(fresh)
+        added.extend(fresh)
+        if not found:
             continue
-        taken.update(chosen)
-        added.extend(chosen)
         hops.append(
             Hop(
                 entity=mention.text,
                 found_in=sorted({corpus.passages[first_hits[h]].turn.id for h in mention.hits}),
-                turn_ids=[corpus.passages[i].turn.id for i in chosen],
+                turn_ids=_unique(corpus.passages[i].turn.id for i in found[:per_entity]),
             )
         )
     return added, hops
+
+
+def _unique(ids: Iterable[int]) -> list[int]:
+    return list(dict.fromkeys(ids))

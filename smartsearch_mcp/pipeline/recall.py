@@ -7,6 +7,7 @@ fetches from the store, runs model work in worker threads, and keeps per-scope c
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -48,6 +49,7 @@ LEARNED = ("cross_encoder", "colbert", "bi_encoder")
 DENSE_SCOPE_LIMIT = 200_000
 EMBED_BATCH = 256
 CACHED_SCOPES = 8
+CONTEXT_VARIANT = "#context"
 
 
 @dataclass(frozen=True)
@@ -109,11 +111,15 @@ class RecallPipeline:
         """Stage 5: score-adaptive truncation of a ranking to `max_tokens`."""
         started = time.perf_counter()
         cfg = self.config.truncation
+        # top_k is meant for the default budget; a larger budget may keep proportionally more.
+        top_k = cfg.top_k
+        if top_k > 0 and max_tokens > cfg.max_tokens:
+            top_k = math.ceil(top_k * max_tokens / cfg.max_tokens)
         cut = truncate_to_budget(
             ranking.scored,
             max_tokens,
             self.token_counter(),
-            top_k=cfg.top_k,
+            top_k=top_k,
             alpha=cfg.alpha,
             min_passages=cfg.min_passages,
         )
@@ -159,6 +165,7 @@ class RecallPipeline:
         scores, _ = add_prf(analysis, scores, corpus, cfg.prf_docs, cfg.prf_terms)
         scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
         scores = add_speaker_bonus(scores, corpus.passages, analysis, cfg.speaker_bonus)
+        bm25 = await self._bm25(analysis, scope, corpus)
         clock = _lap(timings, "retrieve", clock)
 
         learned = self.learned_rankers()
@@ -178,8 +185,13 @@ class RecallPipeline:
         exp = self.config.expansion
         if exp.enabled:
             lexical_budget = max(0, lexical_budget - exp.max_entities * exp.per_entity // 2)
+        lexical_budget = max(0, lexical_budget - (cfg.bm25_candidates if bm25 else 0))
         chosen = top_indices(scores, lexical_budget)
         chosen_set = set(chosen)
+        for index in top_indices(bm25, cfg.bm25_candidates):
+            if index not in chosen_set:
+                chosen.append(index)
+                chosen_set.add(index)
         if query_vector is not None and corpus.vectors is not None:
             dense = dense_top(query_vector, corpus.vectors, cfg.dense_candidates, chosen_set)
             for index, _ in dense:
@@ -207,7 +219,13 @@ class RecallPipeline:
             for i in chosen
         ]
         scored, rankers, rank_warnings, rank_timings = await self._rank(
-            query, candidates, [corpus.texts[i] for i in chosen], chosen, corpus, query_vector
+            query,
+            candidates,
+            [corpus.texts[i] for i in chosen],
+            chosen,
+            corpus,
+            query_vector,
+            [bm25[i] for i in chosen] if bm25 else None,
         )
         warnings.extend(rank_warnings)
         timings.update({f"rank.{k}": v for k, v in rank_timings.items()})
@@ -233,6 +251,7 @@ class RecallPipeline:
         indices: list[int],
         corpus: Corpus,
         query_vector: np.ndarray | None,
+        bm25: list[float] | None,
     ) -> tuple[list[Scored], list[str], list[str], dict[str, float]]:
         warnings: list[str] = []
         if not candidates:
@@ -246,7 +265,7 @@ class RecallPipeline:
             if scorer is not None:
                 jobs[kind] = _bind(scorer.score, query, texts)
         bi_encoder = None
-        if "bi_encoder" in wanted or (wanted and not jobs):
+        if "bi_encoder" in wanted or "context" in self.config.rank.scorers or (wanted and not jobs):
             # The bi-encoder is configured, or every configured learned ranker is missing:
             # degrade to it before falling back to lexical scores alone.
             bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
@@ -259,6 +278,14 @@ class RecallPipeline:
             jobs["bi_encoder"] = _constant(sims)
             if "bi_encoder" not in wanted:
                 warnings.append("configured rankers unavailable; ranked with the bi-encoder")
+        if bi_encoder is not None and "context" in self.config.rank.scorers:
+            context = await self._context_vectors(corpus, indices, bi_encoder)
+            qv = query_vector
+            if qv is None:
+                qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, query)
+            jobs["context"] = _constant((context @ qv).astype(float).tolist())
+        if bm25 is not None and "bm25" in self.config.rank.scorers:
+            jobs["bm25"] = _constant(bm25)
         for message in self.models.warnings:
             warnings.append(message)
         scores, errors, timings = await run_scorers(jobs, self._limiter)
@@ -274,6 +301,17 @@ class RecallPipeline:
         return fused, sorted(scores), _dedupe(warnings), timings
 
     # ------------------------------------------------------------------ corpora
+
+    async def _bm25(self, analysis: QueryAnalysis, scope: Scope, corpus: Corpus) -> list[float]:
+        """FTS5 BM25 score of each corpus passage's turn for the query's terms ([] when BM25
+        is neither a ranker nor a candidate source)."""
+        cfg = self.config.retrieval
+        if "bm25" not in self.config.rank.scorers and cfg.bm25_candidates <= 0:
+            return []
+        match = fts_any(t.term for t in analysis.terms if t.kind != "variant")
+        hits = await self.store.search_fts(match, scope, max(cfg.max_candidates, 200) * 2)
+        by_turn = dict(hits)
+        return [by_turn.get(p.turn.id, 0.0) for p in corpus.passages]
 
     async def _scope_corpus(self, scope: Scope) -> Corpus:
         version = await self.store.data_version()
@@ -319,9 +357,13 @@ class RecallPipeline:
         )
 
     async def _vectors_for(
-        self, passages: Sequence[Passage], texts: Sequence[str], bi_encoder: Any
+        self,
+        passages: Sequence[Passage],
+        texts: Sequence[str],
+        bi_encoder: Any,
+        variant: str = "",
     ) -> np.ndarray:
-        model = bi_encoder.model_id
+        model = bi_encoder.model_id + variant
         keys = [p.key for p in passages]
         cached = await self.store.get_embeddings(model, keys)
         matrix = np.zeros((len(passages), bi_encoder.dimension), dtype=np.float32)
@@ -342,6 +384,24 @@ class RecallPipeline:
                 model, [(keys[r][0], keys[r][1], vectors[j].tobytes()) for j, r in enumerate(rows)]
             )
         return matrix
+
+    async def _context_vectors(
+        self, corpus: Corpus, indices: list[int], bi_encoder: Any
+    ) -> np.ndarray:
+        """Vectors of the passages with the turn before them (see Corpus.context_texts)."""
+        texts = corpus.context_texts()
+        if corpus.context_vectors is None and self.config.retrieval.mode == "grep":
+            corpus.context_vectors = await self._vectors_for(
+                corpus.passages, texts, bi_encoder, CONTEXT_VARIANT
+            )
+        if corpus.context_vectors is not None:
+            return corpus.context_vectors[indices]
+        return await self._vectors_for(
+            [corpus.passages[i] for i in indices],
+            [texts[i] for i in indices],
+            bi_encoder,
+            CONTEXT_VARIANT,
+        )
 
     async def embed_backlog(self, batch: int = EMBED_BATCH) -> int:
         """Embed stored turns that have no cached vector yet; returns how many passages were

@@ -1,0 +1,291 @@
+"""The recall orchestration with deterministic fake models: parallel rankers off the event
+loop, degrading when models are missing or fail, expansion hops, dates, both retrieval
+modes, passage splitting."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.pipeline.recall import RecallPipeline
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.types import Scope, TurnInput
+
+pytestmark = pytest.mark.anyio
+
+SCOPE = Scope(("ns",))
+
+
+class KeywordScorer:
+    """Scores by how often `keyword` occurs; records the thread it ran on."""
+
+    def __init__(self, name: str, keyword: str, delay: float = 0.0) -> None:
+        self.name = name
+        self.keyword = keyword
+        self.delay = delay
+        self.threads: list[int] = []
+        self.active = 0
+        self.max_active = 0
+        self._lock = threading.Lock()
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        with self._lock:
+            self.active += 1
+            self.max_active = max(self.max_active, self.active)
+        self.threads.append(threading.get_ident())
+        time.sleep(self.delay)
+        with self._lock:
+            self.active -= 1
+        return [float(t.lower().count(self.keyword)) for t in texts]
+
+
+class FailingScorer:
+    name = "colbert"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        raise RuntimeError("boom")
+
+
+class HashEmbedder:
+    """A bag-of-words bi-encoder: unit vectors from hashed words."""
+
+    name = "bi_encoder"
+    model_id = "fake-bag-of-words:64"
+    dimension = 64
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in text.lower().split():
+                out[row, sum(map(ord, word.strip(".,!?:"))) % self.dimension] += 1.0
+            norm = np.linalg.norm(out[row])
+            if norm:
+                out[row] /= norm
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return (self.embed(texts) @ self.embed_query(query)).astype(float).tolist()
+
+
+class FakeRegistry:
+    def __init__(self, scorers: dict[str, Any], warnings: Sequence[str] = ()) -> None:
+        self.scorers = scorers
+        self._warnings = list(warnings)
+
+    def get_nlp(self, *, wait: bool = True) -> None:
+        return None
+
+    def get_scorer(self, kind: str, *, wait: bool = True) -> Any:
+        return self.scorers.get(kind)
+
+    def get_bi_encoder(self, *, wait: bool = True) -> Any:
+        return self.scorers.get("bi_encoder")
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
+
+
+def _config(**sections: dict[str, Any]) -> Config:
+    base = {"nlp": {"spacy_models": []}, "retrieval": {"dense": False}}
+    for key, values in sections.items():
+        base[key] = {**base.get(key, {}), **values}
+    return Config().with_overrides(**base)
+
+
+@pytest.fixture
+async def store(tmp_path):
+    s = await SQLiteStore.open(tmp_path / "m.db")
+    yield s
+    await s.close()
+
+
+async def _fill(store: SQLiteStore) -> None:
+    await store.remember(
+        "ns",
+        "s1",
+        [
+            TurnInput("I adopted a puppy called Biscuit.", "Ann", timestamp="2023-05-01"),
+            TurnInput("Biscuit loves the beach near Porto.", "Ann", timestamp="2023-05-02"),
+            TurnInput("We hiked the Alps last summer.", "Bo", timestamp="2023-06-10"),
+            TurnInput("My sister Clara lives in Porto.", "Ann", timestamp="2023-07-01"),
+            TurnInput("Clara works as a marine biologist.", "Bo", timestamp="2023-07-02"),
+        ],
+    )
+
+
+class BarrierScorer(KeywordScorer):
+    """Waits until `parties` scorers are inside `score` at once: it only finishes when the
+    rankers really run in parallel (else the barrier breaks and the ranker fails)."""
+
+    def __init__(self, name: str, keyword: str, barrier: threading.Barrier) -> None:
+        super().__init__(name, keyword)
+        self.barrier = barrier
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        self.barrier.wait()
+        return super().score(query, texts)
+
+
+async def test_configured_rankers_run_in_parallel_worker_threads(store):
+    await _fill(store)
+    barrier = threading.Barrier(2, timeout=10)
+    cross = BarrierScorer("cross_encoder", "biscuit", barrier)
+    colbert = BarrierScorer("colbert", "puppy", barrier)
+    config = _config(rank={"scorers": ["cross_encoder", "colbert", "lexical"], "max_parallel": 2})
+    registry = FakeRegistry({"cross_encoder": cross, "colbert": colbert})
+    result = await RecallPipeline(store, config, registry).recall("Biscuit the puppy", SCOPE, 500)  # type: ignore[arg-type]
+    assert result.rankers == ["colbert", "cross_encoder", "lexical"], result.warnings
+    assert threading.get_ident() not in cross.threads + colbert.threads
+    assert result.passages[0].candidate.passage.turn.text == "I adopted a puppy called Biscuit."
+
+
+async def test_the_capacity_limiter_bounds_rankers_running_at_once(store):
+    await _fill(store)
+    shared = KeywordScorer("x", "biscuit", delay=0.05)
+    config = _config(rank={"scorers": ["cross_encoder", "colbert"], "max_parallel": 1})
+    registry = FakeRegistry({"cross_encoder": shared, "colbert": shared})
+    await RecallPipeline(store, config, registry).recall("Biscuit", SCOPE, 500)  # type: ignore[arg-type]
+    assert shared.max_active == 1
+
+
+async def test_missing_rankers_degrade_to_the_bi_encoder_then_lexical_with_warnings(store):
+    await _fill(store)
+    config = _config(rank={"scorers": ["cross_encoder", "colbert"]})
+    with_bi = FakeRegistry({"bi_encoder": HashEmbedder()}, ["Cross-encoder ranker unavailable"])
+    result = await RecallPipeline(store, config, with_bi).recall("puppy Biscuit", SCOPE, 500)  # type: ignore[arg-type]
+    assert result.rankers == ["bi_encoder"]
+    assert any("bi-encoder" in w for w in result.warnings)
+    assert "Cross-encoder ranker unavailable" in result.warnings
+    assert result.passages
+
+    nothing = FakeRegistry({})
+    result = await RecallPipeline(store, config, nothing).recall("puppy Biscuit", SCOPE, 500)  # type: ignore[arg-type]
+    assert result.rankers == ["lexical"]
+    assert any("lexical" in w for w in result.warnings)
+    assert result.passages[0].candidate.passage.turn.text == "I adopted a puppy called Biscuit."
+
+
+async def test_a_failing_ranker_is_skipped_and_reported(store):
+    await _fill(store)
+    config = _config(rank={"scorers": ["cross_encoder", "colbert", "lexical"]})
+    registry = FakeRegistry(
+        {"cross_encoder": KeywordScorer("cross_encoder", "biscuit"), "colbert": FailingScorer()}
+    )
+    result = await RecallPipeline(store, config, registry).recall("Biscuit", SCOPE, 500)  # type: ignore[arg-type]
+    assert result.rankers == ["cross_encoder", "lexical"]
+    assert any("colbert failed" in w and "boom" in w for w in result.warnings)
+
+
+async def test_expansion_reports_the_entity_hop_that_added_turns(store):
+    await _fill(store)
+    config = _config(
+        rank={"scorers": ["lexical"]},
+        retrieval={"max_candidates": 200, "prf_docs": 0},
+        expansion={"first_hits": 3, "max_entities": 3, "per_entity": 5},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("Where does Ann's sister Clara live?", SCOPE)
+    hop_entities = {h.entity for h in ranking.hops}
+    assert "Porto" in hop_entities
+    porto = next(h for h in ranking.hops if h.entity == "Porto")
+    turns = {c.passage.turn.id: c.passage.turn.text for c in ranking.candidates}
+    assert any("beach near Porto" in turns[t] for t in porto.turn_ids)
+
+
+async def test_a_date_in_the_question_raises_turns_said_then(store):
+    await store.remember(
+        "ns",
+        "s1",
+        [
+            TurnInput("We went hiking together.", "Ann", timestamp="2023-01-10"),
+            TurnInput("We went hiking again.", "Ann", timestamp="2023-06-10"),
+        ],
+    )
+    config = _config(rank={"scorers": ["lexical"]}, retrieval={"prf_docs": 0})
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    result = await pipeline.recall("What did Ann do in June 2023? hiking", SCOPE, 500)
+    assert result.passages[0].candidate.passage.turn.timestamp.startswith("2023-06-10")
+
+
+async def test_grep_and_indexed_modes_find_the_same_best_turn(store):
+    await _fill(store)
+    found = []
+    for mode in ("grep", "indexed"):
+        config = _config(rank={"scorers": ["lexical"]}, retrieval={"mode": mode})
+        pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+        result = await pipeline.recall("marine biologist", SCOPE, 500)
+        found.append(result.passages[0].candidate.passage.turn.text)
+    assert found == ["Clara works as a marine biologist."] * 2
+
+
+async def test_long_turns_are_ranked_as_passages_that_point_back_to_their_turn(store):
+    filler = " ".join(f"word{i}" for i in range(300))
+    text = f"{filler}. The secret code is tangerine. {filler}."
+    (turn_id,) = (await store.remember("ns", "s1", [TurnInput(text, "Ann")])).ids
+    config = _config(rank={"scorers": ["lexical"]}, passages={"max_words": 50, "overlap_words": 10})
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    result = await pipeline.recall("tangerine secret code", SCOPE, 200)
+    best = result.passages[0].candidate.passage
+    assert best.turn.id == turn_id and "tangerine" in best.text
+    assert len(best.text) < len(text) and text[best.start : best.end] == best.text
+
+
+async def test_candidates_never_exceed_the_configured_maximum(store):
+    await store.remember("ns", "s1", [TurnInput(f"hiking trip {i}") for i in range(300)])
+    config = _config(rank={"scorers": ["lexical"]}, retrieval={"max_candidates": 50})
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("hiking trip", SCOPE)
+    assert len(ranking.candidates) <= 50
+    assert ranking.timings_ms.keys() >= {"analyze", "retrieve", "expand", "rank"}
+
+
+async def test_dense_retrieval_adds_candidates_no_term_matches_and_caches_vectors(store):
+    await _fill(store)
+    config = _config(
+        rank={"scorers": ["bi_encoder", "lexical"]},
+        retrieval={"dense": True, "dense_candidates": 2},
+    )
+    embedder = HashEmbedder()
+    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("alps", SCOPE)  # no turn contains the word "alps," as typed
+    assert any("dense" in c.sources for c in ranking.candidates)
+    cached = await store.turns_without_embeddings(embedder.model_id, 10)
+    assert cached == []
+
+
+async def test_bm25_ranks_and_adds_candidates_from_the_full_text_index(store):
+    await _fill(store)
+    config = _config(
+        rank={"scorers": ["bm25", "lexical"]},
+        retrieval={"bm25_candidates": 3, "max_candidates": 4},
+        expansion={"enabled": False},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("marine biologist", SCOPE)
+    assert ranking.rankers == ["bm25", "lexical"]
+    best = ranking.scored[0]
+    assert best.candidate.passage.turn.text == "Clara works as a marine biologist."
+    assert best.ranker_scores["bm25"] > 0
+
+
+async def test_a_larger_budget_keeps_proportionally_more_passages(store):
+    await store.remember("ns", "s1", [TurnInput(f"hiking trip number {i}") for i in range(100)])
+    config = _config(
+        rank={"scorers": ["lexical"]},
+        truncation={"top_k": 10, "max_tokens": 100},
+        expansion={"enabled": False},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("hiking trip", SCOPE)
+    assert len(pipeline.truncate(ranking, 100).passages) == 10
+    assert len(pipeline.truncate(ranking, 300).passages) == 30
