@@ -58,5 +58,5 @@ def test_a_missing_config_file_names_the_presets():
 def test_overrides_are_checked_like_a_file():
     config = Config().with_overrides(truncation={"max_tokens": 900})
     assert config.truncation.max_tokens == 900 and config.truncation.top_k == 60
-    with pytest.raises(ConfigError, match="truncation.nope"):
+    with pytest.raises(ConfigError, match=r"truncation\.nope"):
         Config().with_overrides(truncation={"nope": 1})
