@@ -166,7 +166,15 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
     )
     log.info("serving %s (config: %s)", db, config.source)
     if args.http:
-        anyio.run(lambda: server.run_streamable_http_async(host=args.host, port=args.port))
+        import uvicorn
+
+        app = server.streamable_http_app(host=args.host)
+        # log_config=None: uvicorn logs through our stderr handler, access logs included.
+        settings = uvicorn.Config(
+            app, host=args.host, port=args.port, log_config=None, log_level=args.log_level
+        )
+        log.warning("serving MCP over HTTP at http://%s:%d/mcp", args.host, args.port)
+        anyio.run(uvicorn.Server(settings).serve)
     else:
         anyio.run(server.run_stdio_async)
     return 0

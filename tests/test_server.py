@@ -7,6 +7,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 
 from smartsearch_mcp.config import Config
@@ -186,3 +188,47 @@ async def test_recall_respects_the_token_budget(server):
     out = result.structured_content
     assert 0 < out["tokens_used"] <= 300 and out["max_tokens"] == 300
     assert out["passages"]
+
+
+_TEXT = st.text(st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=300).filter(
+    str.strip
+)
+_TURN = st.fixed_dictionaries(
+    {"text": _TEXT},
+    optional={
+        "speaker": st.text(
+            st.characters(blacklist_categories=["Cs", "Cc"]), min_size=1, max_size=30
+        ),
+        "role": st.sampled_from(["user", "assistant", "other"]),
+        "metadata": st.dictionaries(
+            st.text(max_size=10),
+            st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20),
+            max_size=3,
+        ),
+    },
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(turns=st.lists(_TURN, min_size=1, max_size=6))
+async def test_whatever_is_remembered_is_returned_verbatim_by_the_resources(server, turns):
+    async with Client(server) as client:
+        stored = await client.call_tool("remember", {"turns": turns})
+        assert not stored.is_error, stored.content
+        ids = stored.structured_content["ids"]
+        session = stored.structured_content["session_id"]
+        transcript = await _resource_json(client, f"memory://sessions/{session}")
+        by_id = {t["id"]: t for t in transcript["turns"]}
+        first_sent: dict[int, dict] = {}
+        for turn_id, sent in zip(ids, turns, strict=True):
+            # A repeated (speaker, text, timestamp) is a duplicate: its id is the first one's.
+            first_sent.setdefault(turn_id, sent)
+        for turn_id, sent in first_sent.items():
+            got = await _resource_json(client, f"memory://turns/{turn_id}")
+            assert got == by_id[turn_id]
+            assert got["text"] == sent["text"]
+            assert got["metadata"] == sent.get("metadata", {})
+            if sent.get("speaker", "").strip():
+                assert got["speaker"] == sent["speaker"].strip()
