@@ -239,3 +239,19 @@ async def test_whatever_is_remembered_reads_back_verbatim(store, texts, speaker)
     turns = await store.get_turns(result.ids)
     stored_texts = {t.id: t.text for t in turns}
     assert [stored_texts[i] for i in result.ids] == texts
+
+
+async def test_previous_turns_are_the_ones_said_just_before_in_the_same_session(store):
+    a = await store.remember("ns", "s1", [TurnInput("q1"), TurnInput("a1"), TurnInput("q2")])
+    b = await store.remember("ns", "s2", [TurnInput("other")])
+    previous = await store.previous_turns([*a.ids, *b.ids])
+    assert {k: v.text for k, v in previous.items()} == {a.ids[1]: "q1", a.ids[2]: "a1"}
+
+
+async def test_forgetting_a_turn_drops_the_context_vector_of_the_turn_after_it(store):
+    r = await store.remember("ns", "s1", [TurnInput("secret"), TurnInput("reply")])
+    await store.put_embeddings("m#context", [(r.ids[1], 0, b"ctx")])
+    await store.put_embeddings("m", [(r.ids[1], 0, b"own")])
+    await store.forget("ns", ids=[r.ids[0]])
+    assert await store.get_embeddings("m#context", [(r.ids[1], 0)]) == {}
+    assert await store.get_embeddings("m", [(r.ids[1], 0)]) == {(r.ids[1], 0): b"own"}

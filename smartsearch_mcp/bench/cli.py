@@ -190,7 +190,7 @@ def _cmd_retrieval(
     data: dict[str, Any] = {
         "bench": benchmark.name,
         "data": str(args.path),
-        "command": "smartsearch-mcp bench " + shlex.join(argv),
+        "command": command_line(argv, config_name),
         "created": now_iso(),
         "elapsed_s": round(elapsed, 1),
         "config_name": Path(config_name).stem if config_name else "default",
@@ -271,7 +271,7 @@ def _cmd_scale(
     throughput = output.stored / output.remember_s if output.remember_s else 0.0
     data: dict[str, Any] = {
         "bench": "scale",
-        "command": "smartsearch-mcp bench " + shlex.join(argv),
+        "command": command_line(argv, config_name),
         "created": now_iso(),
         "elapsed_s": round(elapsed, 1),
         "config_name": Path(config_name).stem if config_name else "default",
@@ -304,6 +304,15 @@ def _cmd_scale(
     print(summary_path.read_text(encoding="utf-8"))
     print(f"results: {out_dir}", file=sys.stderr)
     return 0
+
+
+def command_line(argv: Sequence[str], config_name: str | None) -> str:
+    """The command that reproduces a run (naming the config even when it was given before
+    `bench` or through $SMARTSEARCH_CONFIG)."""
+    args = list(argv)
+    if config_name and "--config" not in args:
+        args[1:1] = ["--config", config_name]
+    return "smartsearch-mcp bench " + shlex.join(args)
 
 
 def scale_targets(data: dict[str, Any]) -> list[str]:

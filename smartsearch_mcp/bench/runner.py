@@ -127,15 +127,13 @@ async def run_benchmark(
     pool = pool if pool is not None else MemoryPool(config)
     total = sum(len(questions) for _, questions in plan)
     progress = progress_bar(options.progress, total, benchmark.name, " q")
+    run = _Run(config, options, counter, output, progress)
     try:
         for index, (haystack, questions) in enumerate(plan):
             with tempfile.TemporaryDirectory(prefix="smartsearch-bench-") as tmp:
                 memory = await pool.open(Path(tmp) / "memory.db", NAMESPACE)
                 try:
-                    await _run_haystack(
-                        memory, haystack, questions, config, options, counter, output,
-                        progress, warm_up=index == 0,
-                    )  # fmt: skip
+                    await _run_haystack(run, memory, haystack, questions, warm_up=index == 0)
                 finally:
                     await pool.release(memory)
     finally:
@@ -161,17 +159,23 @@ def _plan(
     return plan
 
 
+@dataclass(frozen=True)
+class _Run:
+    config: Config
+    options: RunOptions
+    counter: TokenCounter
+    output: RunOutput
+    progress: Any
+
+
 async def _run_haystack(
+    run: _Run,
     memory: Memory,
     haystack: Haystack,
     questions: list[BenchQuestion],
-    config: Config,
-    options: RunOptions,
-    counter: TokenCounter,
-    output: RunOutput,
-    progress: Any,
     warm_up: bool,
 ) -> None:
+    config, counter, output, progress = run.config, run.counter, run.output, run.progress
     progress.set_description(f"{haystack.name}: remembering")
     labels, remember_s, stored = await _remember(memory, haystack, config)
     # What a running server does in the background after `remember`: embed the new turns
@@ -207,7 +211,7 @@ async def _run_haystack(
     context = _HaystackContext(turns, turn_tokens, full_tokens, full_words, labels, scope)
     progress.set_description(haystack.name)
     for question in questions:
-        outcome = await _evaluate(memory, haystack, question, config, options, counter, context)
+        outcome = await _evaluate(memory, haystack, question, config, run.options, context)
         for ranker in outcome["rankers"]:
             output.rankers[ranker] = output.rankers.get(ranker, 0) + 1
         for warning in outcome["warnings"]:
@@ -257,7 +261,6 @@ async def _evaluate(
     question: BenchQuestion,
     config: Config,
     options: RunOptions,
-    counter: TokenCounter,
     context: _HaystackContext,
 ) -> dict[str, Any]:
     gold: list[int] = []

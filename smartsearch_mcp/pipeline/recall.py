@@ -30,14 +30,17 @@ from smartsearch_mcp.pipeline.retrieve import (
     add_date_bonus,
     add_prf,
     add_speaker_bonus,
+    context_text,
     dense_top,
     idf_weighted,
     lexical_scores,
+    ranking_text,
     top_indices,
 )
 from smartsearch_mcp.pipeline.truncate import truncate_to_budget
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.store.queries import fts_any
+from smartsearch_mcp.store.sqlite import CONTEXT_SUFFIX
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
 from smartsearch_mcp.types import Candidate, Hop, Passage, RecallResult, Scope, Scored, Turn
 
@@ -49,7 +52,6 @@ LEARNED = ("cross_encoder", "colbert", "bi_encoder")
 DENSE_SCOPE_LIMIT = 200_000
 EMBED_BATCH = 256
 CACHED_SCOPES = 8
-CONTEXT_VARIANT = "#context"
 
 
 @dataclass(frozen=True)
@@ -264,26 +266,26 @@ class RecallPipeline:
             scorer = await anyio.to_thread.run_sync(self.models.get_scorer, kind)  # type: ignore[arg-type]
             if scorer is not None:
                 jobs[kind] = _bind(scorer.score, query, texts)
+        use_context = "context" in self.config.rank.scorers
+        # Every configured learned ranker is missing: degrade to the bi-encoder before
+        # falling back to lexical scores alone.
+        degrade = bool(wanted) and not jobs and "bi_encoder" not in wanted
+        use_bi = "bi_encoder" in wanted or degrade
         bi_encoder = None
-        if "bi_encoder" in wanted or "context" in self.config.rank.scorers or (wanted and not jobs):
-            # The bi-encoder is configured, or every configured learned ranker is missing:
-            # degrade to it before falling back to lexical scores alone.
+        if use_bi or use_context:
             bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
         if bi_encoder is not None:
-            vectors = await self._candidate_vectors(corpus, indices, bi_encoder)
             qv = query_vector
             if qv is None:
                 qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, query)
-            sims = (vectors @ qv).astype(float).tolist()
-            jobs["bi_encoder"] = _constant(sims)
-            if "bi_encoder" not in wanted:
-                warnings.append("configured rankers unavailable; ranked with the bi-encoder")
-        if bi_encoder is not None and "context" in self.config.rank.scorers:
-            context = await self._context_vectors(corpus, indices, bi_encoder)
-            qv = query_vector
-            if qv is None:
-                qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, query)
-            jobs["context"] = _constant((context @ qv).astype(float).tolist())
+            if use_bi:
+                vectors = await self._candidate_vectors(corpus, indices, bi_encoder)
+                jobs["bi_encoder"] = _constant((vectors @ qv).astype(float).tolist())
+                if degrade:
+                    warnings.append("configured rankers unavailable; ranked with the bi-encoder")
+            if use_context:
+                context = await self._context_vectors(corpus, indices, bi_encoder)
+                jobs["context"] = _constant((context @ qv).astype(float).tolist())
         if bm25 is not None and "bm25" in self.config.rank.scorers:
             jobs["bm25"] = _constant(bm25)
         for message in self.models.warnings:
@@ -388,38 +390,64 @@ class RecallPipeline:
     async def _context_vectors(
         self, corpus: Corpus, indices: list[int], bi_encoder: Any
     ) -> np.ndarray:
-        """Vectors of the passages with the turn before them (see Corpus.context_texts)."""
-        texts = corpus.context_texts()
+        """Vectors of the passages with the turn before them (see `context_text`)."""
+        if corpus.context is None:
+            corpus.context = await self._context_texts(corpus.passages, corpus.texts)
         if corpus.context_vectors is None and self.config.retrieval.mode == "grep":
             corpus.context_vectors = await self._vectors_for(
-                corpus.passages, texts, bi_encoder, CONTEXT_VARIANT
+                corpus.passages, corpus.context, bi_encoder, CONTEXT_SUFFIX
             )
         if corpus.context_vectors is not None:
             return corpus.context_vectors[indices]
         return await self._vectors_for(
             [corpus.passages[i] for i in indices],
-            [texts[i] for i in indices],
+            [corpus.context[i] for i in indices],
             bi_encoder,
-            CONTEXT_VARIANT,
+            CONTEXT_SUFFIX,
         )
+
+    async def _context_texts(self, passages: Sequence[Passage], texts: Sequence[str]) -> list[str]:
+        previous = await self.store.previous_turns(
+            sorted({p.turn.id for p in passages if p.turn.position > 0})
+        )
+        prefixes = {
+            turn_id: ranking_text(self._passages([turn])[-1]) for turn_id, turn in previous.items()
+        }
+        return [
+            context_text(prefixes.get(p.turn.id), text)
+            for p, text in zip(passages, texts, strict=True)
+        ]
 
     async def embed_backlog(self, batch: int = EMBED_BATCH) -> int:
         """Embed stored turns that have no cached vector yet; returns how many passages were
         embedded. Runs off the write path: `remember` never waits for it."""
-        if not (self.config.retrieval.dense or "bi_encoder" in self.learned_rankers()):
+        scorers = self.config.rank.scorers
+        if not (self.config.retrieval.dense or "bi_encoder" in scorers or "context" in scorers):
             return 0
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
         if bi_encoder is None:
             return 0
         done = 0
-        while True:
+        plain = self.config.retrieval.dense or "bi_encoder" in scorers
+        while plain:
             turns = await self.store.turns_without_embeddings(bi_encoder.model_id, batch)
             if not turns:
-                return done
+                break
             passages = self._passages(turns)
             corpus = Corpus.build(passages)
             await self._vectors_for(passages, corpus.texts, bi_encoder)
             done += len(passages)
+        while "context" in self.config.rank.scorers:
+            model = bi_encoder.model_id + CONTEXT_SUFFIX
+            turns = await self.store.turns_without_embeddings(model, batch)
+            if not turns:
+                break
+            passages = self._passages(turns)
+            corpus = Corpus.build(passages)
+            context = await self._context_texts(passages, corpus.texts)
+            await self._vectors_for(passages, context, bi_encoder, CONTEXT_SUFFIX)
+            done += len(passages)
+        return done
 
 
 def _lap(timings: dict[str, float], name: str, since: float) -> float:

@@ -35,28 +35,13 @@ class Corpus:
     vector_model: str | None = None
     # NER results by text, filled as expansion reads first hits (the texts do not change).
     entities: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    context: list[str] | None = None  # see `context_text`, filled by the pipeline
     context_vectors: np.ndarray | None = None
-    _context: list[str] | None = None
 
     @classmethod
     def build(cls, passages: list[Passage]) -> Corpus:
         texts = [ranking_text(p) for p in passages]
         return cls(passages=passages, texts=texts, lowered=[t.lower() for t in texts])
-
-    def context_texts(self) -> list[str]:
-        """Each passage preceded by the turn said just before it in its session (when that
-        turn is in the corpus): replies like "Yes, last weekend!" carry their question."""
-        if self._context is None:
-            first: dict[tuple[str, str, int], str] = {}
-            for passage, text in zip(self.passages, self.texts, strict=True):
-                turn = passage.turn
-                first.setdefault((turn.namespace, turn.session_id, turn.position), text)
-            self._context = []
-            for passage, text in zip(self.passages, self.texts, strict=True):
-                turn = passage.turn
-                before = first.get((turn.namespace, turn.session_id, turn.position - 1))
-                self._context.append(f"{before}\n{text}" if before else text)
-        return self._context
 
     def corpus_stats(self) -> CorpusStats:
         if self.stats is None:
@@ -68,6 +53,12 @@ def ranking_text(passage: Passage) -> str:
     """The text the rankers score: the passage with its speaker, as a transcript line."""
     speaker = passage.turn.speaker
     return f"{speaker}: {passage.text}" if speaker else passage.text
+
+
+def context_text(previous: str | None, text: str) -> str:
+    """A passage preceded by the end of the turn said just before it in its session: replies
+    like "Yes, last weekend!" are embedded together with what they answer."""
+    return f"{previous}\n{text}" if previous else text
 
 
 def idf_weighted(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[WeightedTerm]:

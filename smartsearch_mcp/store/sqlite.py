@@ -40,6 +40,8 @@ from smartsearch_mcp.types import (
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 256
+# Embeddings whose model name ends so embed a turn together with the turn before it.
+CONTEXT_SUFFIX = "#context"
 ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant"}
 
 _TURN_COLUMNS = (
@@ -239,6 +241,15 @@ class SQLiteStore:
                 )
             deleted_ids = [i for i, _ in found]
             touched = sorted({s for _, s in found})
+            # Vectors that embed a deleted turn as context of the next one go with it.
+            for chunk in _chunks(deleted_ids, 500):
+                await db.execute(
+                    "DELETE FROM embeddings WHERE model LIKE ? AND turn_id IN ("
+                    "SELECT n.id FROM turns d JOIN turns n ON n.namespace = d.namespace "
+                    "AND n.session_id = d.session_id AND n.position = d.position + 1 "
+                    f"WHERE d.id IN ({_marks(len(chunk))}))",
+                    [f"%{CONTEXT_SUFFIX}", *chunk],
+                )
             for chunk in _chunks(deleted_ids, 500):
                 await db.execute(f"DELETE FROM turns WHERE id IN ({_marks(len(chunk))})", chunk)
             await _refresh_sessions(db, namespace, touched)
@@ -442,6 +453,22 @@ class SQLiteStore:
             "WHERE e.model = ? AND e.turn_id = t.id) ORDER BY t.id LIMIT ?",
             (model, limit),
         )
+
+    async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]:
+        """For each turn id, the turn said just before it in its session (when there is one)."""
+        found: dict[int, Turn] = {}
+        for chunk in _chunks([_check_id(i) for i in ids], 500):
+            async with self._reader.execute(
+                "SELECT t.id, "
+                + ", ".join(f"p.{c.strip()}" for c in _TURN_COLUMNS.split(","))
+                + " FROM turns t JOIN turns p ON p.namespace = t.namespace "
+                "AND p.session_id = t.session_id AND p.position = t.position - 1 "
+                f"WHERE t.id IN ({_marks(len(chunk))})",
+                chunk,
+            ) as cursor:
+                async for row in cursor:
+                    found[int(row[0])] = _row_to_turn(row[1:])
+        return found
 
     async def backup(self, destination: str | Path) -> None:
         """A consistent snapshot of the whole database (SQLite online backup API)."""

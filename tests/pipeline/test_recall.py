@@ -289,3 +289,24 @@ async def test_a_larger_budget_keeps_proportionally_more_passages(store):
     ranking = await pipeline.rank("hiking trip", SCOPE)
     assert len(pipeline.truncate(ranking, 100).passages) == 10
     assert len(pipeline.truncate(ranking, 300).passages) == 30
+
+
+async def test_the_context_ranker_reads_a_reply_with_the_turn_it_answers(store):
+    await store.remember(
+        "ns",
+        "s1",
+        [
+            TurnInput("What instrument do you play?", "Bo"),
+            TurnInput("The violin, since I was six.", "Ann"),
+            TurnInput("I like tea.", "Ann"),
+        ],
+    )
+    embedder = HashEmbedder()
+    config = _config(rank={"scorers": ["context"]}, expansion={"enabled": False})
+    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("Which instrument does Ann play?", SCOPE)
+    assert ranking.rankers == ["context"]
+    by_text = {s.candidate.passage.text: s.ranker_scores["context"] for s in ranking.scored}
+    # Only the speaker matches in the reply itself; its context (the question) matches more.
+    assert by_text["The violin, since I was six."] > by_text["I like tea."]
+    assert await pipeline.embed_backlog() == 0  # recall already cached every vector
