@@ -115,7 +115,13 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_argument("action", nargs="?", choices=["list", "download"], default="list")
     models.set_defaults(handler=_cmd_models)
 
-    bench = sub.add_parser("bench", parents=[common], help="run a benchmark (see README)")
+    bench = sub.add_parser(
+        "bench",
+        parents=[common],
+        help="run a benchmark (see README)",
+        description="Benchmarks: locomo PATH | beam PATH | longmemeval FILE | scale | report "
+        "DIR... — run `smartsearch-mcp bench locomo --help` (etc.) for each one's options.",
+    )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(handler=_cmd_bench)
     return parser
