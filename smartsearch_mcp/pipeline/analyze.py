@@ -8,6 +8,7 @@ the lexical stage also uses to read turns.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -213,8 +214,10 @@ def tokenize_words(text: str) -> list[str]:
     return words
 
 
+@functools.lru_cache(maxsize=65536)
 def normalize_word(word: str) -> str:
-    """Lowercase `word` without a trailing contraction or possessive."""
+    """Lowercase `word` without a trailing contraction or possessive (cached: corpora
+    repeat a small vocabulary)."""
     word = word.lower()
     if word in _IRREGULAR_CONTRACTIONS:
         return _IRREGULAR_CONTRACTIONS[word]

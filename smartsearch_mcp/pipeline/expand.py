@@ -21,18 +21,20 @@ def expand_entities(
     max_entities: int,
     per_entity: int,
     exclude: set[int],
+    entity_cache: dict[str, list[tuple[str, str]]] | None = None,
 ) -> tuple[list[int], list[Hop]]:
     """Passages (corpus indices) found by searching the entities discovered in `first_hits`.
 
     Each entity adds at most `per_entity` passages not in `exclude`, preferring those that
-    also match the query (`base_scores`). Returns the added indices and one Hop per entity
+    also match the query (`base_scores`). `entity_cache` (text → entities) spares NER on
+    texts seen before. Returns the added indices and one Hop per entity
     found: the turns its search found (best first, up to `per_entity`), whether or not they
     were candidates already, so a result can say why a passage came back.
     """
     if max_entities <= 0 or per_entity <= 0 or not first_hits:
         return [], []
     mentions = find_entity_mentions(
-        analysis, [corpus.texts[i] for i in first_hits], nlp, max_entities, corpus.entities
+        analysis, [corpus.texts[i] for i in first_hits], nlp, max_entities, entity_cache
     )
     added: list[int] = []
     hops: list[Hop] = []

@@ -52,6 +52,8 @@ LEARNED = ("cross_encoder", "colbert", "bi_encoder")
 DENSE_SCOPE_LIMIT = 200_000
 EMBED_BATCH = 256
 CACHED_SCOPES = 8
+PASSAGE_CACHE_TURNS = 500_000
+ENTITY_CACHE_TEXTS = 100_000
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,10 @@ class RecallPipeline:
         self._limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
         self._corpora: OrderedDict[tuple[Any, ...], tuple[int, Corpus]] = OrderedDict()
         self._counter: TokenCounter | None = None
+        # Turn texts never change, so what is derived from one text is cached across queries
+        # (and across corpora, which the indexed mode builds per query).
+        self._passage_cache: OrderedDict[tuple[int, str], list[Passage]] = OrderedDict()
+        self._entity_cache: dict[str, list[tuple[str, str]]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -204,8 +210,18 @@ class RecallPipeline:
         hops: list[Hop] = []
         if exp.enabled:
             first = top_indices(scores, exp.first_hits)
+            if len(self._entity_cache) > ENTITY_CACHE_TEXTS:
+                self._entity_cache.clear()
             added, hops = expand_entities(
-                analysis, corpus, first, scores, nlp, exp.max_entities, exp.per_entity, chosen_set
+                analysis,
+                corpus,
+                first,
+                scores,
+                nlp,
+                exp.max_entities,
+                exp.per_entity,
+                chosen_set,
+                self._entity_cache,
             )
             room = max(0, cfg.max_candidates - len(chosen))
             chosen.extend(added[:room])
@@ -337,7 +353,18 @@ class RecallPipeline:
 
     def _passages(self, turns: Sequence[Turn]) -> list[Passage]:
         cfg = self.config.passages
-        return [p for t in turns for p in split_into_passages(t, cfg.max_words, cfg.overlap_words)]
+        cache = self._passage_cache
+        out: list[Passage] = []
+        for turn in turns:
+            key = (turn.id, turn.content_hash)
+            passages = cache.get(key)
+            if passages is None:
+                passages = split_into_passages(turn, cfg.max_words, cfg.overlap_words)
+                cache[key] = passages
+                if len(cache) > PASSAGE_CACHE_TURNS:
+                    cache.popitem(last=False)
+            out.extend(passages)
+        return out
 
     # ------------------------------------------------------------------ embeddings
 

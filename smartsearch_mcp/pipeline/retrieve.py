@@ -8,7 +8,7 @@ import dataclasses
 import heapq
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -33,8 +33,6 @@ class Corpus:
     stats: CorpusStats | None = None
     vectors: np.ndarray | None = None  # unit vectors, row i for passages[i]
     vector_model: str | None = None
-    # NER results by text, filled as expansion reads first hits (the texts do not change).
-    entities: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     context: list[str] | None = None  # see `context_text`, filled by the pipeline
     context_vectors: np.ndarray | None = None
 
