@@ -288,12 +288,15 @@ def _cmd_scale(
         "corpus": {
             "sources": corpus.sources,
             "source_turns": len(corpus.texts),
+            "mean_words": round(sum(len(t.split()) for t in corpus.texts) / len(corpus.texts), 1),
             "names": len(FIRST_NAMES) * len(LAST_NAMES),
             "years": SPAN_YEARS,
         },
         "remember_s": output.remember_s,
         "generate_s": output.generate_s,
         "remember_turns_per_s": throughput,
+        "remember_words_per_s": output.words / output.remember_s if output.remember_s else 0.0,
+        "mean_words_per_turn": output.words / args.turns,
         "embedding": output.embedding,
         "checkpoints": output.checkpoints,
         "skipped": output.skipped,
@@ -319,7 +322,11 @@ def scale_targets(data: dict[str, Any]) -> list[str]:
     """The issue's targets, each marked met / missed / not measured."""
     targets = []
     rate = data["remember_turns_per_s"]
-    targets.append(f"bulk remember ≥ 5,000 turns/s: {rate:,.0f} turns/s — {_verdict(rate >= 5000)}")
+    words = data.get("mean_words_per_turn")
+    length = f" of {words:,.0f} words on average" if words else ""
+    targets.append(
+        f"bulk remember ≥ 5,000 turns/s: {rate:,.0f} turns/s{length} — {_verdict(rate >= 5000)}"
+    )
     at_million = [p for p in data["checkpoints"] if p["turns"] >= 1_000_000]
     if at_million and "indexed" in at_million[0]["recall"]:
         p50 = at_million[0]["recall"]["indexed"]["p50"]

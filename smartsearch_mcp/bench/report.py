@@ -103,8 +103,7 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
     summary = data["summary"]
     h = "#" * level
     title = BENCH_TITLES.get(data["bench"], data["bench"])
-    categories = summary["categories"]
-    keys = [*categories, OVERALL]
+    keys = _recall_keys(summary)
     budgets = [str(b) for b in data["budgets"]]
     lines = [f"{h} {title} — `{data['config_name']}` config", ""]
     lines.append(f"`{data['command']}`")
@@ -117,7 +116,7 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
         f"{len(haystacks)} conversation(s), {turns:,} turns; "
         f"{summary['questions'][OVERALL]:,} questions"
         + (f" (limited to {data['limit']})" if data.get("limit") else "")
-        + f"; {no_gold} without gold evidence (excluded from recall, counted here)"
+        + f"; {no_gold} without gold evidence (excluded from recall{_by_category(summary)})"
         + f"; {unresolved} gold evidence id(s) could not be resolved to a turn."
     )
     words = ", ".join(f"{PAPER_WORDS[int(b)]:,}" for b in budgets if int(b) in PAPER_WORDS)
@@ -159,7 +158,7 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
             f"SmartSearch at {qa['budget']:,} tokens."
         )
         lines += ["", _row(["category", "n", "accuracy"]), _row(["---", "---:", "---:"])]
-        for key in keys:
+        for key in [*summary["categories"], OVERALL]:  # QA covers questions without gold
             entry = summary["qa"][key]
             lines.append(_row([_label(key), str(entry["n"]), _fmt(entry["accuracy"])]))
     lines += ["", _models_line(data)]
@@ -167,6 +166,17 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
         shown = sorted(data["warnings"].items(), key=lambda kv: -kv[1])[:5]
         lines.append("Warnings from recall: " + "; ".join(f"{w!r} ({n}×)" for w, n in shown) + ".")
     return "\n".join(lines)
+
+
+def _recall_keys(summary: dict[str, Any]) -> list[str]:
+    """Categories with gold evidence (the others have no recall to show), then overall."""
+    return [c for c in summary["categories"] if summary["with_gold"][c]] + [OVERALL]
+
+
+def _by_category(summary: dict[str, Any]) -> str:
+    excluded = summary["excluded_no_gold"]
+    parts = [f"{_label(c)}: {excluded[c]}" for c in summary["categories"] if excluded[c]]
+    return f"; {', '.join(parts)}" if parts else ""
 
 
 def _system_row(
@@ -283,12 +293,18 @@ def _render_scale(data: dict[str, Any], level: int) -> str:
     corpus = data["corpus"]
     lines.append(
         f"Built deterministically (seed {data['seed']}) from {corpus['source_turns']:,} real "
-        f"turns of {', '.join(corpus['sources'])}, recombined with {corpus['names']} names and "
+        f"turns of {', '.join(corpus['sources'])}"
+        + (
+            f" ({corpus['mean_words']:,.0f} words each on average)"
+            if "mean_words" in corpus
+            else ""
+        )
+        + f", recombined with {corpus['names']} names and "
         f"dates spread over {corpus['years']} years; inserted through `Memory.remember` in "
-        f"batches of {data['batch_size']:,}. Recall: {data['queries']} fixed queries at "
-        f"{data['max_tokens']:,} tokens; the first recall at each size (model loading, "
-        "cache building, and in grep mode with dense retrieval the embedding of new turns) "
-        "is shown apart and left out of the percentiles."
+        f"batches of {data['batch_size']:,} (one session each). Recall: {data['queries']} "
+        f"fixed queries at {data['max_tokens']:,} tokens; the first recall at each size "
+        "(model loading, cache building, and in grep mode with dense retrieval the embedding "
+        "of new turns) is shown apart and left out of the percentiles."
     )
     lines += [
         "",
@@ -324,8 +340,14 @@ def _render_scale(data: dict[str, Any], level: int) -> str:
             )
     lines.append("")
     lines.append(
-        f"Bulk remember overall: {data['remember_turns_per_s']:,.0f} turns/s "
-        f"({data['turns']:,} turns in {data['remember_s']:,.1f} s; generating the turns took "
+        f"Bulk remember overall: {data['remember_turns_per_s']:,.0f} turns/s"
+        + (
+            f", {data['remember_words_per_s']:,.0f} words/s (turns average "
+            f"{data['mean_words_per_turn']:,.0f} words; "
+            if data.get("remember_words_per_s")
+            else " ("
+        )
+        + f"{data['turns']:,} turns in {data['remember_s']:,.1f} s; generating the turns took "
         f"{data['generate_s']:,.1f} s more, not counted)."
     )
     embedding = data.get("embedding")
@@ -363,7 +385,7 @@ def plot_recall_vs_budget(data: dict[str, Any], path: Path) -> Path:
     the candidate-recall ceiling, and full context at its token count."""
     plt = _pyplot()
     summary = data["summary"]
-    keys = [*summary["categories"], OVERALL]
+    keys = _recall_keys(summary)
     budgets = [int(b) for b in data["budgets"]]
     columns = min(3, len(keys))
     rows = (len(keys) + columns - 1) // columns

@@ -91,6 +91,7 @@ class ScaleOptions:
 class ScaleOutput:
     checkpoints: list[dict[str, Any]] = field(default_factory=list)
     remember_s: float = 0.0
+    words: int = 0  # whitespace words in the generated turns
     generate_s: float = 0.0
     stored: int = 0
     duplicates: int = 0
@@ -298,9 +299,10 @@ async def _run_scale(
                         range(min(batch_size, checkpoint - stored)), stream, strict=False
                     )
                 ]
-                output.generate_s += time.perf_counter() - started
                 if not batch:
                     break
+                output.words += sum(len(turn.text.split()) for turn in batch)
+                output.generate_s += time.perf_counter() - started
                 started = time.perf_counter()
                 result = await memory.remember(batch, session_id=f"scale-{batch_number:06d}")
                 output.remember_s += time.perf_counter() - started

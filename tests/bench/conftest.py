@@ -48,10 +48,20 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+# Token counts by the documented estimate: loading a BPE vocabulary takes seconds.
+FAST = Config().with_overrides(truncation={"tokenizer": "estimate"})
+
+
+@pytest.fixture
+def fast_config() -> Config:
+    """The default configuration with estimated token counts (for fake-pipeline tests)."""
+    return FAST
+
+
 @pytest.fixture
 def lexical_config() -> Config:
     """Recall with the lexical ranker only and rule-based entities: no model is loaded."""
-    return Config().with_overrides(
+    return FAST.with_overrides(
         rank={"scorers": ["lexical"]}, nlp={"spacy_models": []}, retrieval={"dense": False}
     )
 
@@ -148,6 +158,12 @@ def fake_pool() -> FakePool:
     return FakePool()
 
 
+@pytest.fixture(scope="session")
+def fake_pool_class() -> type[FakePool]:
+    """FakePool itself, for fixtures of wider scope."""
+    return FakePool
+
+
 # ---------------------------------------------------------------------- fake LLM endpoint
 
 
@@ -195,7 +211,9 @@ def fake_llm() -> Iterator[FakeLLM]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     state.base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     try:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from smartsearch_mcp.bench.baselines import bm25_ranking, bm25_terms, fill_budget
 from smartsearch_mcp.store import SQLiteStore
@@ -50,3 +52,18 @@ async def test_bm25_ranking_orders_matching_turns_by_score(tmp_path: Path) -> No
         assert await bm25_ranking(store, "???", Scope(("ns",))) == []
     finally:
         await store.close()
+
+
+@given(
+    costs=st.lists(st.integers(min_value=0, max_value=500), max_size=40),
+    budget=st.integers(min_value=0, max_value=2000),
+)
+def test_fill_budget_never_exceeds_the_budget_and_keeps_ranked_order(
+    costs: list[int], budget: int
+) -> None:
+    tokens = dict(enumerate(costs))
+
+    filled = fill_budget(list(tokens), tokens, budget)
+
+    assert filled.tokens == sum(tokens[i] for i in filled.turn_ids) <= budget
+    assert filled.turn_ids == sorted(filled.turn_ids)

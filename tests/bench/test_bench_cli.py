@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from smartsearch_mcp.bench.cli import build_parser, run_bench
+from smartsearch_mcp.bench.cli import build_parser, command_line, run_bench
 from smartsearch_mcp.cli import main
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.types import InputError
@@ -58,13 +58,17 @@ def test_locomo_bench_end_to_end_writes_results_summary_and_plots(
 def test_beam_bench_end_to_end_excludes_abstention_from_recall(
     lexical_config: Config, tmp_path: Path
 ) -> None:
+    out = tmp_path / "beam"
     data = run(["beam", str(FIXTURES / "beam"), "--baseline", "bm25", "--no-plots"],
-               lexical_config, tmp_path / "beam")  # fmt: skip
+               lexical_config, out)  # fmt: skip
 
     summary = data["summary"]
     assert summary["excluded_no_gold"]["abstention"] == 1
     assert summary["recall"]["smartsearch"]["750"]["abstention"] is None
     assert_recall_in_unit_interval(data)
+    markdown = (out / "summary.md").read_text()
+    assert "abstention: 1)" in markdown
+    assert "abstention (n=0)" not in markdown
 
 
 def test_longmemeval_bench_end_to_end_on_the_fixture_slice(
@@ -165,6 +169,7 @@ def test_main_cli_dispatches_bench_and_honours_config_after_the_bench_name(
     config = tmp_path / "lexical.toml"
     config.write_text(
         '[nlp]\nspacy_models = []\n[retrieval]\ndense = false\n[rank]\nscorers = ["lexical"]\n'
+        '[truncation]\ntokenizer = "estimate"\n'
     )
     out = tmp_path / "out"
 
@@ -186,3 +191,15 @@ def test_main_cli_reports_a_missing_path_as_an_error(
 ) -> None:
     assert main(["bench", "beam", str(tmp_path / "nowhere")]) == 1
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_the_recorded_command_names_the_config_however_it_was_given() -> None:
+    assert command_line(["locomo", "data"], "offline") == (
+        "smartsearch-mcp bench locomo --config offline data"
+    )
+    assert command_line(["beam", "d", "--config", "x.toml"], "x.toml") == (
+        "smartsearch-mcp bench beam d --config x.toml"
+    )
+    assert (
+        command_line(["scale", "--turns", "10"], None) == "smartsearch-mcp bench scale --turns 10"
+    )

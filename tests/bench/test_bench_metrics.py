@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from smartsearch_mcp.bench.metrics import (
     evidence_recall,
@@ -124,3 +126,18 @@ def test_summarize_reports_qa_accuracy_per_category() -> None:
 
     assert qa["a"] == {"accuracy": 0.5, "n": 2}
     assert qa["overall"]["accuracy"] == pytest.approx(2 / 3)
+
+
+@given(st.sets(st.integers(0, 50)), st.lists(st.integers(0, 50)))
+def test_evidence_recall_is_a_share(gold: set[int], found: list[int]) -> None:
+    value = evidence_recall(gold, found)
+
+    assert value is None if not gold else 0.0 <= value <= 1.0
+
+
+@given(st.lists(st.floats(0, 1e6), min_size=1), st.floats(0, 100))
+def test_percentiles_lie_within_the_values(values: list[float], q: float) -> None:
+    result = percentile(values, q)
+
+    assert result is not None
+    assert min(values) - 1e-6 <= result <= max(values) + 1e-6  # up to float rounding

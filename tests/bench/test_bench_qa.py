@@ -111,7 +111,11 @@ def test_evaluator_answers_from_context_then_judges(fake_llm: Any) -> None:
 
 
 def test_bench_reports_qa_accuracy_per_category(
-    fake_llm: Any, fake_pool: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    fake_llm: Any,
+    fake_pool: Any,
+    fast_config: Config,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     monkeypatch.setattr(runner_module, "MemoryPool", lambda config: fake_pool)
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-local")
@@ -121,7 +125,7 @@ def test_bench_reports_qa_accuracy_per_category(
     argv = ["locomo", str(FIXTURES / "locomo"), "--out", str(out), "--no-progress"]
     argv += ["--no-plots", "--base-url", fake_llm.base_url, *qa_options.split()]
 
-    code = run_bench(argv, Config(), None)
+    code = run_bench(argv, fast_config, None)
 
     assert code == 0
     data = json.loads((out / "results.json").read_text())

@@ -19,15 +19,16 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture
-def results_dir(
-    fake_pool: Any, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    monkeypatch.setattr(runner_module, "MemoryPool", lambda config: fake_pool)
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory: pytest.TempPathFactory, fake_pool_class: Any) -> Path:
+    """One benchmark run on the fake pipeline, shared by the tests of this module."""
+    config = Config().with_overrides(truncation={"tokenizer": "estimate"})
     out = tmp_path_factory.mktemp("results") / "locomo"
-    argv = ["locomo", str(FIXTURES / "locomo"), "--baseline", "bm25", "--baseline",
-            "full-context", "--budgets", "20,1000", "--out", str(out), "--no-progress"]  # fmt: skip
-    assert run_bench(argv, Config(), "offline") == 0
+    argv = ["locomo", str(FIXTURES / "locomo"), "--baseline", "bm25", "--baseline"]
+    argv += ["full-context", "--budgets", "20,1000", "--out", str(out), "--no-progress"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner_module, "MemoryPool", lambda config: fake_pool_class())
+        assert run_bench(argv, config, "offline") == 0
     return out
 
 
@@ -116,7 +117,7 @@ def test_scale_results_render_a_table_with_targets() -> None:
                 "remember_turns_per_s": 10000.0,
                 "db_bytes": 2_000_000,
                 "peak_rss_mb": 300.0,
-                "recall": {"indexed": {"p50": 12.0, "p95": 30.0}},
+                "recall": {"indexed": {"p50": 12.0, "p95": 30.0, "first_ms": 900.0}},
             }
         ],
         "targets": ["bulk remember ≥ 5,000 turns/s: 10,000 turns/s — **met**"],
@@ -124,5 +125,5 @@ def test_scale_results_render_a_table_with_targets() -> None:
 
     text = render_markdown(data)
 
-    assert "| 2,000 | 10,000 | 2.0 | indexed | 12.0 | 30.0 | 300 |" in text
+    assert "| 2,000 | 10,000 | 2.0 | indexed | 12.0 | 30.0 | 900 | 300 |" in text
     assert "**met**" in text

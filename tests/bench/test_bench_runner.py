@@ -23,10 +23,11 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 async def run_locomo(pool: Any, **options: Any) -> Any:
+    config = Config().with_overrides(truncation={"tokenizer": "estimate"})
     benchmark = load_locomo_bench(FIXTURES / "locomo")
     settings = {"budgets": (20, 1000), "baselines": ("bm25", "full-context"), "progress": False}
     settings.update(options)
-    return await run_benchmark(benchmark, Config(), RunOptions(**settings), pool=pool)
+    return await run_benchmark(benchmark, config, RunOptions(**settings), pool=pool)
 
 
 async def test_each_question_is_ranked_once_and_truncated_at_every_budget(fake_pool: Any) -> None:
@@ -105,11 +106,13 @@ async def test_limit_stops_after_n_questions(fake_pool: Any) -> None:
     assert [o["id"] for o in output.outcomes] == ["26:q0", "26:q1"]
 
 
-async def test_longmemeval_is_ranked_at_the_question_date(fake_pool: Any) -> None:
+async def test_longmemeval_is_ranked_at_the_question_date(
+    fake_pool: Any, fast_config: Config
+) -> None:
     benchmark = load_longmemeval_bench(FIXTURES / "longmemeval" / "longmemeval_s_slice.json")
 
     output = await run_benchmark(
-        benchmark, Config(), RunOptions(budgets=(500,), progress=False), pool=fake_pool
+        benchmark, fast_config, RunOptions(budgets=(500,), progress=False), pool=fake_pool
     )
 
     _, (_, reference) = fake_pool.opened[0].pipeline.calls
