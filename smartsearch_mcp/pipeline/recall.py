@@ -38,7 +38,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     top_indices,
 )
 from smartsearch_mcp.pipeline.truncate import truncate_to_budget
-from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any
 from smartsearch_mcp.store.sqlite import CONTEXT_SUFFIX
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
@@ -73,7 +73,7 @@ class Ranking:
 class RecallPipeline:
     """Recall over one store with one configuration and one model registry."""
 
-    def __init__(self, store: SQLiteStore, config: Config, models: ModelRegistry) -> None:
+    def __init__(self, store: MemoryStore, config: Config, models: ModelRegistry) -> None:
         self.store = store
         self.config = config
         self.models = models

@@ -13,7 +13,8 @@ __all__ = ["MemoryStore", "SQLiteStore", "check_name"]
 
 
 class MemoryStore(Protocol):
-    """What the recall pipeline needs from a store."""
+    """What the recall pipeline needs from a store: a server database backend implements
+    these and the pipeline runs on it unchanged."""
 
     async def scope_turns(self, scope: Scope) -> list[Turn]: ...
 
@@ -24,3 +25,13 @@ class MemoryStore(Protocol):
     ) -> list[Turn]: ...
 
     async def data_version(self) -> int: ...
+
+    async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]: ...
+
+    async def get_embeddings(
+        self, model: str, keys: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], bytes]: ...
+
+    async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None: ...
+
+    async def turns_without_embeddings(self, model: str, limit: int) -> list[Turn]: ...
