@@ -112,9 +112,10 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
     turns = sum(h_["turns"] for h_ in haystacks)
     unresolved = sum(len(o["unresolved_evidence"]) for o in data["questions"])
     no_gold = summary["excluded_no_gold"][OVERALL]
+    unit = "haystack" if data["bench"] == "longmemeval" else "conversation"
     lines.append(
-        f"{len(haystacks)} conversation(s), {turns:,} turns; "
-        f"{summary['questions'][OVERALL]:,} questions"
+        f"{_count(len(haystacks), unit)}, {turns:,} stored turns; "
+        f"{_count(summary['questions'][OVERALL], 'question')}"
         + (f" (limited to {data['limit']})" if data.get("limit") else "")
         + f"; {no_gold} without gold evidence (excluded from recall{_by_category(summary)})"
         + f"; {unresolved} gold evidence id(s) could not be resolved to a turn."
@@ -492,6 +493,10 @@ def _horizontal() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------- formatting
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
 
 
 def _row(cells: Sequence[str]) -> str:
