@@ -449,31 +449,27 @@ class RecallPipeline:
         """Embed stored turns that have no cached vector yet; returns how many passages were
         embedded. Runs off the write path: `remember` never waits for it."""
         scorers = self.config.rank.scorers
-        if not (self.config.retrieval.dense or "bi_encoder" in scorers or "context" in scorers):
+        variants = []
+        if self.config.retrieval.dense or "bi_encoder" in scorers:
+            variants.append("")
+        if "context" in scorers:
+            variants.append(CONTEXT_SUFFIX)
+        if not variants:
             return 0
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
         if bi_encoder is None:
             return 0
         done = 0
-        plain = self.config.retrieval.dense or "bi_encoder" in scorers
-        while plain:
-            turns = await self.store.turns_without_embeddings(bi_encoder.model_id, batch)
-            if not turns:
-                break
-            passages = self._passages(turns)
-            corpus = Corpus.build(passages)
-            await self._vectors_for(passages, corpus.texts, bi_encoder)
-            done += len(passages)
-        while "context" in self.config.rank.scorers:
-            model = bi_encoder.model_id + CONTEXT_SUFFIX
-            turns = await self.store.turns_without_embeddings(model, batch)
-            if not turns:
-                break
-            passages = self._passages(turns)
-            corpus = Corpus.build(passages)
-            context = await self._context_texts(passages, corpus.texts)
-            await self._vectors_for(passages, context, bi_encoder, CONTEXT_SUFFIX)
-            done += len(passages)
+        for variant in variants:
+            while turns := await self.store.turns_without_embeddings(
+                bi_encoder.model_id + variant, batch
+            ):
+                passages = self._passages(turns)
+                texts = Corpus.build(passages).texts
+                if variant == CONTEXT_SUFFIX:
+                    texts = await self._context_texts(passages, texts)
+                await self._vectors_for(passages, texts, bi_encoder, variant)
+                done += len(passages)
         return done
 
 
