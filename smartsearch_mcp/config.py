@@ -46,9 +46,11 @@ class RetrievalConfig:
     max_candidates: int = 200
     prf_docs: int = 5
     prf_terms: int = 6
+    # Candidates: each channel's best (its quota), then what the channels agree on (RRF).
+    lexical_candidates: int = 60  # quota of the NER-weighted grep channel
     dense: bool = True  # also retrieve by bi-encoder similarity when embeddings exist
-    dense_candidates: int = 60
-    bm25_candidates: int = 0  # also take the FTS5 BM25 best turns as candidates
+    dense_candidates: int = 30  # quota of the dense channel (and of the context channel)
+    bm25_candidates: int = 30  # quota of the FTS5 BM25 channel
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
 
 
@@ -85,6 +87,10 @@ class RankConfig:
     rrf_k: int = 60
     weights: dict[str, float] = field(default_factory=dict)  # scorer name -> weight, default 1
     max_parallel: int = 2  # worker threads running scorers at once
+    # Session support: a passage gains session_weight x the mean fused score of the best
+    # session_top passages of its session (0 disables).
+    session_weight: float = 0.0
+    session_top: int = 3
 
     def __post_init__(self) -> None:
         for name in (*self.scorers, *self.weights):
@@ -92,8 +98,12 @@ class RankConfig:
                 raise ConfigError(
                     f"config key rank.scorers: unknown ranker {name!r}; known: {', '.join(RANKERS)}"
                 )
-        if self.rrf_k < 1 or self.max_parallel < 1:
-            raise ConfigError("config keys rank.rrf_k and rank.max_parallel must be at least 1")
+        if self.rrf_k < 1 or self.max_parallel < 1 or self.session_top < 1:
+            raise ConfigError(
+                "config keys rank.rrf_k, rank.max_parallel and rank.session_top must be at least 1"
+            )
+        if not self.session_weight >= 0:
+            raise ConfigError("config key rank.session_weight must not be negative")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ then reciprocal-rank fusion combines their orderings."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -71,3 +72,30 @@ def fuse(
     ]
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
     return [scored[i] for i in order]
+
+
+def add_session_support(scored: Sequence[Scored], weight: float, top_n: int) -> list[Scored]:
+    """Raise each passage by `weight` x the mean score of the `top_n` best passages of its
+    session (itself included) and sort again, best first (ties keep their order).
+
+    Evidence for a question tends to sit in the session where the question's topic was
+    discussed; a passage in a session with several strong passages is more likely relevant
+    than an equally scored stray one. weight 0 returns the input order unchanged.
+    """
+    if weight <= 0 or not scored:
+        return list(scored)
+    by_session: dict[tuple[str, str], list[float]] = {}
+    for item in scored:
+        turn = item.candidate.passage.turn
+        by_session.setdefault((turn.namespace, turn.session_id), []).append(item.score)
+    support = {
+        key: sum(sorted(values, reverse=True)[:top_n]) / min(top_n, len(values))
+        for key, values in by_session.items()
+    }
+    raised = []
+    for item in scored:
+        turn = item.candidate.passage.turn
+        bonus = weight * support[(turn.namespace, turn.session_id)]
+        raised.append(dataclasses.replace(item, score=item.score + bonus))
+    order = sorted(range(len(raised)), key=lambda i: (-raised[i].score, i))
+    return [raised[i] for i in order]

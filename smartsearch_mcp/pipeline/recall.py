@@ -24,17 +24,17 @@ from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.expand import expand_entities
 from smartsearch_mcp.pipeline.passages import split_into_passages
-from smartsearch_mcp.pipeline.rank import ScoreJob, fuse, run_scorers
+from smartsearch_mcp.pipeline.rank import ScoreJob, add_session_support, fuse, run_scorers
 from smartsearch_mcp.pipeline.retrieve import (
     Corpus,
     add_date_bonus,
     add_prf,
     add_speaker_bonus,
     context_text,
-    dense_top,
     idf_weighted,
     lexical_scores,
     ranking_text,
+    select_candidates,
     top_indices,
 )
 from smartsearch_mcp.pipeline.truncate import truncate_to_budget
@@ -180,31 +180,31 @@ class RecallPipeline:
         want_bi = "bi_encoder" in learned or (cfg.dense and cfg.mode == "grep")
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder) if want_bi else None
         query_vector: np.ndarray | None = None
-        dense: list[tuple[int, float]] = []
         if bi_encoder is not None and cfg.dense and cfg.dense_candidates > 0:
             query_vector = await anyio.to_thread.run_sync(
                 bi_encoder.embed_query, query, limiter=self._limiter
             )
             if cfg.mode == "grep" and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
                 await self._fill_vectors(corpus, bi_encoder)
-        lexical_budget = max(
-            0, cfg.max_candidates - (cfg.dense_candidates if corpus.vectors is not None else 0)
-        )
-        exp = self.config.expansion
-        if exp.enabled:
-            lexical_budget = max(0, lexical_budget - exp.max_entities * exp.per_entity // 2)
-        lexical_budget = max(0, lexical_budget - (cfg.bm25_candidates if bm25 else 0))
-        chosen = top_indices(scores, lexical_budget)
-        chosen_set = set(chosen)
-        for index in top_indices(bm25, cfg.bm25_candidates):
-            if index not in chosen_set:
-                chosen.append(index)
-                chosen_set.add(index)
+        channels: dict[str, Any] = {"lexical": scores}
+        quotas = {"lexical": cfg.lexical_candidates}
+        if bm25:
+            channels["bm25"] = bm25
+            quotas["bm25"] = cfg.bm25_candidates
         if query_vector is not None and corpus.vectors is not None:
-            dense = dense_top(query_vector, corpus.vectors, cfg.dense_candidates, chosen_set)
-            for index, _ in dense:
-                chosen.append(index)
-                chosen_set.add(index)
+            channels["dense"] = corpus.vectors @ query_vector
+            quotas["dense"] = cfg.dense_candidates
+            if "context" in self.config.rank.scorers:
+                everything = list(range(len(corpus.passages)))
+                context = await self._context_vectors(corpus, everything, bi_encoder)
+                channels["context"] = context @ query_vector
+                quotas["context"] = cfg.dense_candidates
+        exp = self.config.expansion
+        room = exp.max_entities * exp.per_entity // 2 if exp.enabled else 0
+        chosen = select_candidates(
+            channels, quotas, max(0, cfg.max_candidates - room), self.config.rank.rrf_k
+        )
+        chosen_set = set(chosen)
         clock = _lap(timings, "dense", clock)
 
         hops: list[Hop] = []
@@ -227,12 +227,11 @@ class RecallPipeline:
             chosen.extend(added[:room])
         clock = _lap(timings, "expand", clock)
 
-        dense_ids = {i for i, _ in dense}
         candidates = [
             Candidate(
                 passage=corpus.passages[i],
                 lexical_score=float(scores[i]),
-                sources=("dense",) if i in dense_ids and scores[i] <= 0 else ("lexical",),
+                sources=_sources(channels, i),
             )
             for i in chosen
         ]
@@ -315,7 +314,9 @@ class RecallPipeline:
             if "lexical" not in self.config.rank.scorers:
                 warnings.append("no learned ranker available; ranked by lexical scores only")
         weights = {name: self.config.rank.weights.get(name, 1.0) for name in scores}
-        fused = fuse(candidates, scores, self.config.rank.rrf_k, weights)
+        rank_cfg = self.config.rank
+        fused = fuse(candidates, scores, rank_cfg.rrf_k, weights)
+        fused = add_session_support(fused, rank_cfg.session_weight, rank_cfg.session_top)
         return fused, sorted(scores), _dedupe(warnings), timings
 
     # ------------------------------------------------------------------ corpora
@@ -477,6 +478,11 @@ def _lap(timings: dict[str, float], name: str, since: float) -> float:
     now = time.perf_counter()
     timings[name] = (now - since) * 1000
     return now
+
+
+def _sources(channels: dict[str, Any], index: int) -> tuple[str, ...]:
+    """The retrieval channels in which a passage scored above zero."""
+    return tuple(name for name in sorted(channels) if channels[name][index] > 0)
 
 
 def _bind(fn: Any, query: str, texts: list[str]) -> ScoreJob:

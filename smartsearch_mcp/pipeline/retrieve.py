@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,7 +141,7 @@ def add_speaker_bonus(
     return out
 
 
-def top_indices(scores: Sequence[float], n: int, minimum: float = 0.0) -> list[int]:
+def top_indices(scores: Sequence[float] | np.ndarray, n: int, minimum: float = 0.0) -> list[int]:
     """Indices of the `n` highest scores above `minimum`, best first (ties: lower index)."""
     if n <= 0:
         return []
@@ -149,6 +149,65 @@ def top_indices(scores: Sequence[float], n: int, minimum: float = 0.0) -> list[i
         n, (i for i, s in enumerate(scores) if s > minimum), key=lambda i: (-scores[i], i)
     )
     return list(best)
+
+
+def select_candidates(
+    channels: Mapping[str, Sequence[float] | np.ndarray],
+    quotas: Mapping[str, int],
+    total: int,
+    rrf_k: int,
+) -> list[int]:
+    """Up to `total` passage indices for the rankers, from several retrieval channels.
+
+    `channels` maps a channel name (lexical, bm25, dense …) to one score per passage, higher
+    is better. First each channel contributes its best `quotas[name]` passages with a
+    positive score (channels in name order, so one channel's strong hits are never crowded
+    out by another's); the rest of `total` goes to the passages the channels agree on:
+    reciprocal-rank fusion of all channels over the whole scope, among passages that score
+    above zero in at least one channel. Deterministic: ties go to the lower index.
+    """
+    if total <= 0 or not channels:
+        return []
+    arrays = {name: np.asarray(values, dtype=np.float64) for name, values in channels.items()}
+    size = len(next(iter(arrays.values())))
+    chosen: list[int] = []
+    seen: set[int] = set()
+    for name in sorted(arrays):
+        for index in top_indices(arrays[name], min(quotas.get(name, 0), total - len(chosen))):
+            if index not in seen:
+                chosen.append(index)
+                seen.add(index)
+    if len(chosen) >= total:
+        return chosen[:total]
+    fused = np.zeros(size)
+    matched = np.zeros(size, dtype=bool)
+    for name in sorted(arrays):
+        values = np.nan_to_num(arrays[name], nan=-np.inf)
+        fused += 1.0 / (rrf_k + _competition_ranks(values))
+        matched |= values > 0
+    order = np.lexsort((np.arange(size), -fused))
+    for index in order[matched[order]]:
+        if len(chosen) >= total:
+            break
+        if int(index) not in seen:
+            chosen.append(int(index))
+            seen.add(int(index))
+    return chosen
+
+
+def _competition_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, highest first, ties sharing the best rank of their tie."""
+    size = len(values)
+    order = np.lexsort((np.arange(size), -values))
+    ordered = values[order]
+    first = np.empty(size, dtype=bool)
+    first[:1] = True
+    first[1:] = ordered[1:] != ordered[:-1]
+    positions = np.arange(1, size + 1)
+    best = np.maximum.accumulate(np.where(first, positions, 0))
+    ranks = np.empty(size, dtype=np.int64)
+    ranks[order] = best
+    return ranks
 
 
 def dense_top(

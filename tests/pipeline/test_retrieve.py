@@ -1,0 +1,82 @@
+"""Candidate selection across retrieval channels (stage 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from smartsearch_mcp.pipeline.retrieve import select_candidates, top_indices
+
+
+def test_top_indices_takes_the_best_positive_scores_with_ties_to_the_lower_index() -> None:
+    assert top_indices([0.0, 2.0, 1.0, 2.0, -1.0], 3) == [1, 3, 2]
+    assert top_indices([0.0, 0.0], 5) == []
+    assert top_indices([1.0], 0) == []
+
+
+def test_each_channel_contributes_its_quota_before_agreement_fills_the_rest() -> None:
+    lexical = [9.0, 8.0, 7.0, 0.0, 0.0, 0.0]
+    dense = [0.1, 0.2, 0.3, 0.9, 0.8, 0.05]
+    chosen = select_candidates(
+        {"lexical": lexical, "dense": dense}, {"lexical": 1, "dense": 1}, 4, rrf_k=10
+    )
+    # Quotas in channel name order (dense, then lexical), then the fused order.
+    assert chosen[:2] == [3, 0]
+    assert len(chosen) == 4
+    assert set(chosen[2:]) <= {1, 2, 4}
+
+
+def test_a_strong_hit_of_one_channel_is_kept_even_when_the_others_disagree() -> None:
+    # Passage 5 is last in three channels and first in bm25.
+    channels = {
+        "lexical": [5.0, 4.0, 3.0, 2.0, 1.0, 0.0],
+        "dense": [0.9, 0.8, 0.7, 0.6, 0.5, 0.0],
+        "context": [0.9, 0.8, 0.7, 0.6, 0.5, 0.0],
+        "bm25": [0.0, 0.0, 0.0, 0.0, 0.0, 3.0],
+    }
+    quotas = {"bm25": 1, "lexical": 0, "dense": 0, "context": 0}
+    assert 5 in select_candidates(channels, quotas, 2, rrf_k=60)
+    assert 5 not in select_candidates(channels, {}, 2, rrf_k=60)
+
+
+def test_passages_no_channel_matched_are_never_candidates() -> None:
+    channels = {"lexical": [1.0, 0.0, 0.0], "bm25": [0.0, 0.0, 2.0]}
+    # 0 and 2 tie on fused rank; the lower index goes first. Passage 1 matched nothing.
+    assert select_candidates(channels, {}, 10, rrf_k=15) == [0, 2]
+
+
+def test_nothing_is_selected_for_no_channels_or_no_room() -> None:
+    assert select_candidates({}, {}, 5, rrf_k=15) == []
+    assert select_candidates({"lexical": [1.0]}, {"lexical": 1}, 0, rrf_k=15) == []
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-1, 10, allow_nan=False),
+            st.floats(-1, 1, allow_nan=False),
+            st.floats(0, 5, allow_nan=False),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(0, 70),
+    st.integers(0, 10),
+)
+def test_selection_is_bounded_unique_matched_and_deterministic(
+    rows: list[tuple[float, float, float]], total: int, quota: int
+) -> None:
+    channels = {
+        "lexical": [r[0] for r in rows],
+        "dense": np.array([r[1] for r in rows]),
+        "bm25": [r[2] for r in rows],
+    }
+    quotas = {"lexical": quota, "dense": quota, "bm25": quota}
+    chosen = select_candidates(channels, quotas, total, rrf_k=15)
+    assert len(chosen) <= total
+    assert len(set(chosen)) == len(chosen)
+    assert all(any(channels[n][i] > 0 for n in channels) for i in chosen)
+    assert chosen == select_candidates(dict(reversed(channels.items())), quotas, total, 15)
+    matched = sum(1 for i in range(len(rows)) if any(channels[n][i] > 0 for n in channels))
+    assert len(chosen) == min(total, matched)
