@@ -92,7 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     imp = sub.add_parser("import", parents=[common], help="import conversations from a file")
     imp.add_argument("file")
-    imp.add_argument("--format", required=True, choices=["jsonl", "chatgpt", "claude"], dest="fmt")
+    imp.add_argument(
+        "--format",
+        required=True,
+        choices=["jsonl", "chatgpt", "claude", "claude-code"],
+        dest="fmt",
+        help="claude-code: a transcript .jsonl or a directory like ~/.claude/projects",
+    )
     imp.add_argument("--no-progress", action="store_true")
     imp.set_defaults(handler=_cmd_import)
 
