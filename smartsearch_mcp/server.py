@@ -25,7 +25,9 @@ from pydantic import BaseModel, Field
 from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.dates import format_timestamp
+from smartsearch_mcp.grep import GrepResult
 from smartsearch_mcp.memory import Memory
+from smartsearch_mcp.timeline import TimelineResult
 from smartsearch_mcp.types import NotFoundError, RecallResult, Scored, SmartSearchError, TurnInput
 
 log = logging.getLogger(__name__)
@@ -359,26 +361,7 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
         result = await _memory(ctx).grep(
             pattern, namespace=namespace, limit=limit, regex=regex, session_id=session_id
         )
-        output = GrepOutput(
-            pattern=result.pattern,
-            regex=result.regex,
-            matches=[
-                GrepMatchOut(
-                    id=hit.turn.id,
-                    session_id=hit.turn.session_id,
-                    namespace=hit.turn.namespace,
-                    speaker=hit.turn.speaker,
-                    role=hit.turn.role,
-                    timestamp=hit.turn.timestamp,
-                    match_count=hit.match_count,
-                    snippets=[SnippetOut(**asdict(snippet)) for snippet in hit.snippets],
-                )
-                for hit in result.hits
-            ],
-            turns_scanned=result.turns_scanned,
-            truncated=result.truncated,
-            warnings=result.warnings,
-        )
+        output = grep_output(result)
         return CallToolResult(
             content=[TextContent(type="text", text=format_grep(output))],
             structured_content=output.model_dump(mode="json"),
@@ -411,24 +394,7 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
         result = await _memory(ctx).timeline(
             since=since, until=until, session_id=session_id, namespace=namespace, limit=limit
         )
-        output = TimelineOutput(
-            turns=[
-                TimelineTurnOut(
-                    id=entry.turn.id,
-                    session_id=entry.turn.session_id,
-                    namespace=entry.turn.namespace,
-                    speaker=entry.turn.speaker,
-                    role=entry.turn.role,
-                    timestamp=entry.turn.timestamp,
-                    text=entry.text,
-                    text_truncated=entry.text_truncated,
-                )
-                for entry in result.entries
-            ],
-            since=format_timestamp(result.since) if result.since else None,
-            until=format_timestamp(result.until) if result.until else None,
-            more=result.more,
-        )
+        output = timeline_output(result)
         return CallToolResult(
             content=[TextContent(type="text", text=format_timeline(output))],
             structured_content=output.model_dump(mode="json"),
@@ -589,6 +555,50 @@ def format_recall(query: str, result: RecallResult) -> str:
     for warning in result.warnings:
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def grep_output(result: GrepResult) -> GrepOutput:
+    return GrepOutput(
+        pattern=result.pattern,
+        regex=result.regex,
+        matches=[
+            GrepMatchOut(
+                id=hit.turn.id,
+                session_id=hit.turn.session_id,
+                namespace=hit.turn.namespace,
+                speaker=hit.turn.speaker,
+                role=hit.turn.role,
+                timestamp=hit.turn.timestamp,
+                match_count=hit.match_count,
+                snippets=[SnippetOut(**asdict(snippet)) for snippet in hit.snippets],
+            )
+            for hit in result.hits
+        ],
+        turns_scanned=result.turns_scanned,
+        truncated=result.truncated,
+        warnings=result.warnings,
+    )
+
+
+def timeline_output(result: TimelineResult) -> TimelineOutput:
+    return TimelineOutput(
+        turns=[
+            TimelineTurnOut(
+                id=entry.turn.id,
+                session_id=entry.turn.session_id,
+                namespace=entry.turn.namespace,
+                speaker=entry.turn.speaker,
+                role=entry.turn.role,
+                timestamp=entry.turn.timestamp,
+                text=entry.text,
+                text_truncated=entry.text_truncated,
+            )
+            for entry in result.entries
+        ],
+        since=format_timestamp(result.since) if result.since else None,
+        until=format_timestamp(result.until) if result.until else None,
+        more=result.more,
+    )
 
 
 def format_grep(output: GrepOutput) -> str:
