@@ -1,4 +1,5 @@
-"""Command line: serve | recall | import | export | stats | doctor | models | bench.
+"""Command line: serve | recall | grep | timeline | hook | install | uninstall | import |
+export | stats | doctor | models | bench.
 
 Environment variables are read here only: SMARTSEARCH_DB, SMARTSEARCH_CONFIG,
 SMARTSEARCH_NAMESPACE. Logs go to stderr (stdout is the MCP wire in `serve`).
@@ -153,6 +154,21 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", parents=[common], help="list the configured models")
     models.add_argument("action", nargs="?", choices=["list", "download"], default="list")
     models.set_defaults(handler=_cmd_models)
+
+    for name, verb in (("install", "add"), ("uninstall", "remove")):
+        command = sub.add_parser(
+            name,
+            parents=[common],
+            help=f"{verb} the MCP server (and capture hooks) in a client's config",
+        )
+        command.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "codex"])
+        command.add_argument(
+            "--project",
+            action="store_true",
+            help="the current project's config files instead of the user's",
+        )
+        command.add_argument("--dry-run", action="store_true", help="show, write nothing")
+        command.set_defaults(handler=_cmd_install, handler_name=name)
 
     bench = sub.add_parser(
         "bench",
@@ -543,6 +559,49 @@ def _cmd_models(args: argparse.Namespace, config: Config) -> int:
     return 0 if _print_models(config) else 1
 
 
+def _cmd_install(args: argparse.Namespace, config: Config) -> int:
+    """Write (or with `uninstall`, remove) the server entry and the capture hooks."""
+    from datetime import datetime
+
+    from smartsearch_mcp import install
+    from smartsearch_mcp.namespaces import project_root
+
+    removing = args.handler_name == "uninstall"
+    project = project_root(Path.cwd()) if args.project else None
+    paths = install.config_paths(args.client, Path.home(), project, sys.platform, dict(os.environ))
+    db = args.db or os.environ.get("SMARTSEARCH_DB") or None
+    explicit = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or None
+    server_namespace = explicit or (
+        config.scope.global_namespace if args.client == "claude-desktop" else AUTO
+    )
+    commands = None
+    if not removing:
+        commands = install.Commands(
+            server=server_command(db, args.config, server_namespace),
+            hook=[*executable(), "hook", *_options(db, args.config, explicit)],
+        )
+    changes: list[install.Change] = []
+    targets = install.plan(args.client, commands, paths, changes)
+    install.apply(targets, changes, args.dry_run, datetime.now())
+    verb = "would be " if args.dry_run else ""
+    for change in changes:
+        print(f"{change.path}: {verb}{change.action}")
+        for entry in change.entries:
+            print(f"  {entry}")
+        if change.backup:
+            print(f"  backup: {change.backup}")
+    if args.dry_run:
+        print("dry run: nothing was written")
+    elif any(c.entries for c in changes):
+        print(f"restart {args.client} to load the change")
+        if args.client == "codex" and not removing:
+            print(
+                "  Codex runs hooks when its hooks feature is on (older versions: "
+                "[features] codex_hooks = true in config.toml)"
+            )
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.bench.cli import run_bench
 
@@ -554,20 +613,28 @@ def _cmd_bench(args: argparse.Namespace, config: Config) -> int:
 
 def server_command(db: str | None, config: str | None, namespace: str | None) -> list[str]:
     """The absolute command line an MCP client should launch."""
+    return [*executable(), "serve", *_options(db, config, namespace)]
+
+
+def executable() -> list[str]:
+    """This program as an absolute command: the console script, else `python -m`."""
     exe = shutil.which(APP_NAME)
     argv0 = Path(sys.argv[0])
     if argv0.name == APP_NAME and argv0.exists():
         exe = str(argv0.resolve())
-    command = [exe] if exe else [sys.executable, "-m", "smartsearch_mcp"]
-    command.append("serve")
+    return [exe] if exe else [sys.executable, "-m", "smartsearch_mcp"]
+
+
+def _options(db: str | None, config: str | None, namespace: str | None) -> list[str]:
+    options: list[str] = []
     if db:
-        command += ["--db", str(Path(db).expanduser().resolve()) if db != ":memory:" else db]
+        options += ["--db", str(Path(db).expanduser().resolve()) if db != ":memory:" else db]
     if config:
         config_path = Path(config)
-        command += ["--config", str(config_path.resolve()) if config_path.exists() else config]
+        options += ["--config", str(config_path.resolve()) if config_path.exists() else config]
     if namespace:
-        command += ["--namespace", namespace]
-    return command
+        options += ["--namespace", namespace]
+    return options
 
 
 def client_config_text(db: str, config: str | None, namespace: str | None) -> str:
