@@ -383,6 +383,8 @@ def _hook_log_handler(path: Path) -> logging.Handler:
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
+    for other in root.handlers:  # stderr keeps showing warnings only
+        other.setLevel(max(other.level, logging.WARNING))
     root.addHandler(handler)
     log.setLevel(logging.INFO)
     return handler
@@ -578,7 +580,8 @@ def _cmd_install(args: argparse.Namespace, config: Config) -> int:
     if not removing:
         commands = install.Commands(
             server=server_command(db, args.config, server_namespace),
-            hook=[*executable(), "hook", *_options(db, args.config, explicit)],
+            hook=[*executable(), "hook"],
+            hook_options=_options(db, args.config, explicit),
         )
     changes: list[install.Change] = []
     targets = install.plan(args.client, commands, paths, changes)

@@ -42,11 +42,12 @@ HOOK_TIMEOUT_SECONDS = 30
 
 @dataclass(frozen=True, slots=True)
 class Commands:
-    """What to write: the server's command line, and the hook command line before
-    `<client> <event>` (both absolute)."""
+    """What to write: the server's command line, the hook command before `<client> <event>`
+    (both absolute), and the options that follow the event."""
 
     server: list[str]
     hook: list[str]
+    hook_options: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -225,7 +226,7 @@ def _hooks_json(client: str, commands: Commands | None) -> Callable[[Any], tuple
             ]
             wanted = None
             if commands is not None:
-                command = shlex.join([*commands.hook, client, name])
+                command = shlex.join([*commands.hook, client, name, *commands.hook_options])
                 wanted = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
             if wanted is not None and ours == [wanted]:
                 continue

@@ -171,3 +171,22 @@ def test_removing_the_toml_table_keeps_every_other_line():
         + '\n[mcp_servers.smartsearch]\ncommand = "x"\n[mcp_servers.smartsearch.env]\nA = "1"\n'
     )
     assert remove_toml_table(text) == CODEX_TOML + "\n"
+
+
+def test_options_are_written_into_the_commands_and_reinstalling_with_them_changes_nothing(
+    home: Path, tmp_path: Path
+):
+    argv = ["install", "claude-code", "--config", "offline", "--db", str(tmp_path / "m.db")]
+    assert main(argv) == 0
+    settings_file = home / ".claude" / "settings.json"
+    first = settings_file.read_text()
+    stop = _read(settings_file)["hooks"]["Stop"]
+    assert len(stop) == 1
+    command = stop[0]["hooks"][0]["command"]
+    assert " hook claude-code stop --db " in command and "--config offline" in command
+    server = _read(home / ".claude.json")["mcpServers"]["smartsearch"]["args"]
+    assert "--db" in server and "offline" in server
+    assert main(argv) == 0
+    assert settings_file.read_text() == first
+    assert main(["uninstall", "claude-code"]) == 0
+    assert "hooks" not in _read(settings_file)
