@@ -1,4 +1,5 @@
-"""Command line: serve | recall | import | export | stats | doctor | models | bench.
+"""Command line: serve | recall | grep | timeline | hook | install | uninstall | import |
+export | stats | doctor | models | bench.
 
 Environment variables are read here only: SMARTSEARCH_DB, SMARTSEARCH_CONFIG,
 SMARTSEARCH_NAMESPACE. Logs go to stderr (stdout is the MCP wire in `serve`).
@@ -23,6 +24,7 @@ import anyio
 
 from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
+from smartsearch_mcp.namespaces import AUTO, resolve_auto
 from smartsearch_mcp.types import SmartSearchError
 
 log = logging.getLogger("smartsearch_mcp")
@@ -48,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return 2
+    if args.handler is _cmd_hook:
+        return _cmd_hook(args)
     try:
         config = Config.load(args.config or os.environ.get("SMARTSEARCH_CONFIG") or None)
         result = args.handler(args, config)
@@ -90,9 +94,45 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--json", action="store_true", help="print the structured result")
     recall.set_defaults(handler=_cmd_recall)
 
+    grep = sub.add_parser(
+        "grep", parents=[common], help="find turns containing exact text (or a regex)"
+    )
+    grep.add_argument("pattern")
+    grep.add_argument("--regex", action="store_true", help="PATTERN is a regular expression")
+    grep.add_argument("--limit", type=int, default=None, help="most turns to show (max 500)")
+    grep.add_argument("--session-id", default=None)
+    grep.add_argument("--json", action="store_true", help="print the structured result")
+    grep.set_defaults(handler=_cmd_grep)
+
+    timeline = sub.add_parser("timeline", parents=[common], help="turns in time order")
+    timeline.add_argument("--since", default=None, help="a date, or e.g. yesterday, last week")
+    timeline.add_argument("--until", default=None, help="a date, or e.g. yesterday")
+    timeline.add_argument("--session-id", default=None)
+    timeline.add_argument("--limit", type=int, default=None, help="most turns (max 500)")
+    timeline.add_argument("--json", action="store_true", help="print the structured result")
+    timeline.set_defaults(handler=_cmd_timeline)
+
+    hook = sub.add_parser(
+        "hook",
+        parents=[common],
+        help="capture a conversation from a client hook (JSON payload on stdin)",
+        description="Run by a client's hook: reads the hook's JSON from stdin and stores the "
+        "turns in the project's namespace. Always exits 0; problems go to hooks.log next to "
+        "the database.",
+    )
+    hook.add_argument("client", choices=["claude-code", "codex"])
+    hook.add_argument("event", choices=["user-prompt", "stop", "pre-compact"])
+    hook.set_defaults(handler=_cmd_hook)
+
     imp = sub.add_parser("import", parents=[common], help="import conversations from a file")
     imp.add_argument("file")
-    imp.add_argument("--format", required=True, choices=["jsonl", "chatgpt", "claude"], dest="fmt")
+    imp.add_argument(
+        "--format",
+        required=True,
+        choices=["jsonl", "chatgpt", "claude", "claude-code"],
+        dest="fmt",
+        help="claude-code: a transcript .jsonl or a directory like ~/.claude/projects",
+    )
     imp.add_argument("--no-progress", action="store_true")
     imp.set_defaults(handler=_cmd_import)
 
@@ -114,6 +154,21 @@ def build_parser() -> argparse.ArgumentParser:
     models = sub.add_parser("models", parents=[common], help="list the configured models")
     models.add_argument("action", nargs="?", choices=["list", "download"], default="list")
     models.set_defaults(handler=_cmd_models)
+
+    for name, verb in (("install", "add"), ("uninstall", "remove")):
+        command = sub.add_parser(
+            name,
+            parents=[common],
+            help=f"{verb} the MCP server (and capture hooks) in a client's config",
+        )
+        command.add_argument("client", choices=["claude-code", "claude-desktop", "cursor", "codex"])
+        command.add_argument(
+            "--project",
+            action="store_true",
+            help="the current project's config files instead of the user's",
+        )
+        command.add_argument("--dry-run", action="store_true", help="show, write nothing")
+        command.set_defaults(handler=_cmd_install, handler_name=name)
 
     bench = sub.add_parser(
         "bench",
@@ -144,7 +199,9 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--namespace",
         default=default,
-        help="memory namespace (default: $SMARTSEARCH_NAMESPACE, else 'default')",
+        help="memory namespace, or 'auto' for the current project (default: "
+        "$SMARTSEARCH_NAMESPACE; else the project for recall, grep, timeline and hooks, "
+        "'default' for the rest)",
     )
     parser.add_argument(
         "--log-level", default=default, help="debug, info, warning, error (default: warning)"
@@ -156,8 +213,11 @@ def resolve_db(args: argparse.Namespace, config: Config) -> str:
     return value if value else str(default_db_path())
 
 
-def resolve_namespace(args: argparse.Namespace) -> str | None:
-    return args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or None
+def resolve_namespace(args: argparse.Namespace, default: str | None = None) -> str | None:
+    """--namespace, else $SMARTSEARCH_NAMESPACE, else `default`; "auto" is the project
+    (git root, or working directory) of the current directory."""
+    value = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or default
+    return resolve_auto(value, Path.cwd())
 
 
 # ---------------------------------------------------------------------- commands
@@ -186,17 +246,20 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-async def _open_memory(args: argparse.Namespace, config: Config) -> Any:
+async def _open_memory(
+    args: argparse.Namespace, config: Config, default_namespace: str | None = None
+) -> Any:
     from smartsearch_mcp.memory import Memory
 
-    return await Memory.open(config, resolve_db(args, config), resolve_namespace(args))
+    namespace = resolve_namespace(args, default_namespace)
+    return await Memory.open(config, resolve_db(args, config), namespace)
 
 
 def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.server import format_recall, recall_output
 
     async def run() -> int:
-        memory = await _open_memory(args, config)
+        memory = await _open_memory(args, config, AUTO)
         try:
             result = await memory.recall(
                 args.query,
@@ -214,6 +277,117 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
         return 0
 
     return anyio.run(run)
+
+
+def _cmd_grep(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.server import format_grep, grep_output
+
+    async def run() -> int:
+        memory = await _open_memory(args, config, AUTO)
+        try:
+            result = await memory.grep(
+                args.pattern, limit=args.limit, regex=args.regex, session_id=args.session_id
+            )
+        finally:
+            await memory.close()
+        output = grep_output(result)
+        print(output.model_dump_json(indent=2) if args.json else format_grep(output))
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_timeline(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.server import format_timeline, timeline_output
+
+    async def run() -> int:
+        memory = await _open_memory(args, config, AUTO)
+        try:
+            result = await memory.timeline(
+                since=args.since, until=args.until, session_id=args.session_id, limit=args.limit
+            )
+        finally:
+            await memory.close()
+        output = timeline_output(result)
+        print(output.model_dump_json(indent=2) if args.json else format_timeline(output))
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_hook(args: argparse.Namespace) -> int:
+    """Capture a hook event. Never fails the client's hook: exit code 0 whatever happens,
+    problems logged to hooks.log in the data directory. Writes nothing to stdout (Claude
+    Code adds a UserPromptSubmit hook's stdout to the model's context)."""
+    from smartsearch_mcp.capture import (
+        MAX_PAYLOAD_BYTES,
+        capture_event,
+        event_namespace,
+        parse_event,
+    )
+    from smartsearch_mcp.store import SQLiteStore
+
+    db = args.db or os.environ.get("SMARTSEARCH_DB") or ""
+    log_file = Path(db).expanduser().parent if db and db != ":memory:" else default_db_path().parent
+    handler = _hook_log_handler(log_file / "hooks.log")
+    try:
+        config = Config.load(args.config or os.environ.get("SMARTSEARCH_CONFIG") or None)
+        db = resolve_db(args, config)
+        raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
+        if len(raw) > MAX_PAYLOAD_BYTES:
+            raise SmartSearchError(f"hook payload larger than {MAX_PAYLOAD_BYTES} bytes")
+        event = parse_event(args.client, args.event, raw.decode("utf-8", "replace"))
+        explicit = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE")
+        if explicit and explicit.strip().lower() == AUTO:
+            explicit = None
+        namespace = event_namespace(event, explicit, os.getcwd())
+
+        async def run() -> None:
+            store = await SQLiteStore.open(
+                db,
+                busy_timeout_ms=config.store.busy_timeout_ms,
+                max_turns_per_call=config.store.max_turns_per_call,
+                max_text_chars=config.store.max_text_chars,
+            )
+            try:
+                result = await capture_event(store, event, namespace)
+            finally:
+                await store.close()
+            stored = result.stored if result else 0
+            log.info(
+                "hook %s %s: stored %d turns in %s / %s",
+                args.client,
+                args.event,
+                stored,
+                namespace,
+                event.session_id,
+            )
+
+        anyio.run(run)
+    except Exception:  # a hook must never fail the agent: record and carry on
+        log.exception("hook %s %s failed", args.client, args.event)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+    return 0
+
+
+def _hook_log_handler(path: Path) -> logging.Handler:
+    """Log INFO and above to `path` (falling back to stderr when it cannot be opened)."""
+    handler: logging.Handler
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8")
+    except OSError:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for other in root.handlers:  # stderr keeps showing warnings only
+        other.setLevel(max(other.level, logging.WARNING))
+    root.addHandler(handler)
+    log.setLevel(logging.INFO)
+    return handler
 
 
 def _cmd_import(args: argparse.Namespace, config: Config) -> int:
@@ -387,6 +561,50 @@ def _cmd_models(args: argparse.Namespace, config: Config) -> int:
     return 0 if _print_models(config) else 1
 
 
+def _cmd_install(args: argparse.Namespace, config: Config) -> int:
+    """Write (or with `uninstall`, remove) the server entry and the capture hooks."""
+    from datetime import datetime
+
+    from smartsearch_mcp import install
+    from smartsearch_mcp.namespaces import project_root
+
+    removing = args.handler_name == "uninstall"
+    project = project_root(Path.cwd()) if args.project else None
+    paths = install.config_paths(args.client, Path.home(), project, sys.platform, dict(os.environ))
+    db = args.db or os.environ.get("SMARTSEARCH_DB") or None
+    explicit = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or None
+    server_namespace = explicit or (
+        config.scope.global_namespace if args.client == "claude-desktop" else AUTO
+    )
+    commands = None
+    if not removing:
+        commands = install.Commands(
+            server=server_command(db, args.config, server_namespace),
+            hook=[*executable(), "hook"],
+            hook_options=_options(db, args.config, explicit),
+        )
+    changes: list[install.Change] = []
+    targets = install.plan(args.client, commands, paths, changes)
+    install.apply(targets, changes, args.dry_run, datetime.now())
+    verb = "would be " if args.dry_run else ""
+    for change in changes:
+        print(f"{change.path}: {verb}{change.action}")
+        for entry in change.entries:
+            print(f"  {entry}")
+        if change.backup:
+            print(f"  backup: {change.backup}")
+    if args.dry_run:
+        print("dry run: nothing was written")
+    elif any(c.entries for c in changes):
+        print(f"restart {args.client} to load the change")
+        if args.client == "codex" and not removing:
+            print(
+                "  Codex runs hooks when its hooks feature is on (older versions: "
+                "[features] codex_hooks = true in config.toml)"
+            )
+    return 0
+
+
 def _cmd_bench(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.bench.cli import run_bench
 
@@ -398,20 +616,28 @@ def _cmd_bench(args: argparse.Namespace, config: Config) -> int:
 
 def server_command(db: str | None, config: str | None, namespace: str | None) -> list[str]:
     """The absolute command line an MCP client should launch."""
+    return [*executable(), "serve", *_options(db, config, namespace)]
+
+
+def executable() -> list[str]:
+    """This program as an absolute command: the console script, else `python -m`."""
     exe = shutil.which(APP_NAME)
     argv0 = Path(sys.argv[0])
     if argv0.name == APP_NAME and argv0.exists():
         exe = str(argv0.resolve())
-    command = [exe] if exe else [sys.executable, "-m", "smartsearch_mcp"]
-    command.append("serve")
+    return [exe] if exe else [sys.executable, "-m", "smartsearch_mcp"]
+
+
+def _options(db: str | None, config: str | None, namespace: str | None) -> list[str]:
+    options: list[str] = []
     if db:
-        command += ["--db", str(Path(db).expanduser().resolve()) if db != ":memory:" else db]
+        options += ["--db", str(Path(db).expanduser().resolve()) if db != ":memory:" else db]
     if config:
         config_path = Path(config)
-        command += ["--config", str(config_path.resolve()) if config_path.exists() else config]
+        options += ["--config", str(config_path.resolve()) if config_path.exists() else config]
     if namespace:
-        command += ["--namespace", namespace]
-    return command
+        options += ["--namespace", namespace]
+    return options
 
 
 def client_config_text(db: str, config: str | None, namespace: str | None) -> str:

@@ -358,3 +358,22 @@ def _add_months(moment: datetime, months: int) -> datetime:
     """`moment` (the first of a month) moved by whole months."""
     index = moment.year * 12 + moment.month - 1 + months
     return moment.replace(year=index // 12, month=index % 12 + 1)
+
+
+def parse_time_bound(value: str, reference: datetime, *, end: bool = False) -> datetime:
+    """A moment for a `since` / `until` filter: an absolute timestamp, or a relative or named
+    span ("yesterday", "last week", "3 days ago", "May 2023") read against `reference`.
+
+    A span gives its start, or with `end` its (exclusive) end, so since="last week" and
+    until="last week" together cover last week. Raises InputError naming both forms.
+    """
+    try:
+        return parse_timestamp(value)
+    except InputError:
+        found = find_time_range(value, reference)
+    if found is None:
+        raise InputError(
+            f"cannot read {value[:80]!r} as a date: give ISO 8601 (2024-03-15 or "
+            "2024-03-15T14:30:00Z) or a span like 'yesterday', 'last week', '3 days ago'"
+        )
+    return found.end if end else found.start

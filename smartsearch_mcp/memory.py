@@ -13,6 +13,8 @@ from pathlib import Path
 
 import anyio
 
+from smartsearch_mcp import grep as grep_rules
+from smartsearch_mcp import timeline as timeline_rules
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.dates import parse_timestamp
 from smartsearch_mcp.models import ModelRegistry
@@ -24,6 +26,7 @@ from smartsearch_mcp.types import (
     RecallResult,
     RememberResult,
     Scope,
+    Turn,
     TurnInput,
 )
 
@@ -135,6 +138,60 @@ class Memory:
         if scope.since and scope.until and scope.since >= scope.until:
             raise InputError("since must be earlier than until")
         return await self.pipeline.recall(query, scope, budget, reference)
+
+    async def grep(
+        self,
+        pattern: str,
+        namespace: str | None = None,
+        limit: int | None = None,
+        regex: bool = False,
+        session_id: str | None = None,
+    ) -> grep_rules.GrepResult:
+        """Turns containing `pattern` (case-insensitive; a regex when `regex`), most recent
+        first, in the recall namespaces (see `recall_namespaces`)."""
+        compiled = grep_rules.compile_pattern(pattern, regex)
+        count = grep_rules.check_limit(limit)
+        scope = Scope(
+            namespaces=self.recall_namespaces(namespace),
+            session_id=check_name("session_id", session_id) if session_id else None,
+        )
+        result = grep_rules.GrepResult(pattern=pattern, regex=regex)
+        scan = grep_rules.GrepScan(compiled, result, count)
+        batch: list[Turn] = []
+        async for turn in self.store.iter_scope_turns(scope):
+            batch.append(turn)
+            if len(batch) >= 500:
+                await anyio.to_thread.run_sync(scan.scan, batch)
+                batch = []
+                if scan.done:
+                    break
+        if batch and not scan.done:
+            await anyio.to_thread.run_sync(scan.scan, batch)
+        return result
+
+    async def timeline(
+        self,
+        since: str | None = None,
+        until: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        limit: int | None = None,
+        reference: datetime | None = None,
+    ) -> timeline_rules.TimelineResult:
+        """Turns in time order within [since, until) (see smartsearch_mcp.timeline)."""
+        count = timeline_rules.check_limit(limit)
+        moment = reference or datetime.now().astimezone()
+        start, stop = timeline_rules.parse_window(since, until, moment)
+        scope = Scope(
+            namespaces=self.recall_namespaces(namespace),
+            session_id=check_name("session_id", session_id) if session_id else None,
+            since=start,
+            until=stop,
+        )
+        turns = await self.store.timeline_turns(scope, count + 1, latest=start is None)
+        more = len(turns) > count
+        turns = (turns[1:] if start is None else turns[:count]) if more else turns
+        return timeline_rules.TimelineResult(timeline_rules.entries(turns), start, stop, more)
 
     async def forget(
         self,

@@ -24,7 +24,10 @@ from pydantic import BaseModel, Field
 
 from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
+from smartsearch_mcp.dates import format_timestamp
+from smartsearch_mcp.grep import GrepResult
 from smartsearch_mcp.memory import Memory
+from smartsearch_mcp.timeline import TimelineResult
 from smartsearch_mcp.types import NotFoundError, RecallResult, Scored, SmartSearchError, TurnInput
 
 log = logging.getLogger(__name__)
@@ -41,11 +44,32 @@ When to use it:
   decisions, plans, dates, preferences), or at the end of a meaningful exchange: store the
   user's and your own turns verbatim, with speaker, role and timestamp, in one call. Reuse the
   same session_id for turns of the same conversation.
+- grep for an exact string (an error message, a file name, an identifier); timeline for
+  "what did we do yesterday" or to catch up on recent sessions in time order.
 - forget when the user asks you to delete something; deleting a whole namespace needs
   confirm=true.
 Recalled passages carry their session and date: cite dates when answering time questions and
 prefer the most recent passage when facts changed. Resources memory://stats and
 memory://sessions show what is stored.
+"""
+
+
+MEMORY_PROMPT = """\
+You have a long-term memory of past conversations with this user (SmartSearch). Earlier
+sessions are stored verbatim, per project. Use it like this:
+
+1. Before answering anything that may depend on the past — preferences, decisions, people,
+   "what did we decide", "when did I", "last time", an earlier error — call `recall` with a
+   specific question that names the people, topics and dates you know.
+2. For an exact string (an error message, a file name, an identifier, a quote) call `grep`
+   (literal text by default; regex=true for a regular expression).
+3. For "what did we do yesterday / last week" or to catch up on recent work, call `timeline`
+   with since="yesterday" (or a date) — it lists turns in time order.
+4. Answer from what memory returned. Cite the date (and session) of the passages you rely
+   on; when facts changed over time, prefer the most recent passage and say so. If memory
+   has nothing relevant, say that instead of guessing.
+5. When the user shares something worth keeping and no capture hook records the
+   conversation, call `remember` with the turns verbatim. Call `forget` only when asked.
 """
 
 
@@ -107,6 +131,54 @@ class ForgetOutput(BaseModel):
     namespace: str | None
 
 
+class SnippetOut(BaseModel):
+    text: str = Field(description="Part of the turn around the match (at most 240 characters).")
+    start: int = Field(description="Character offset of the snippet in the turn's text.")
+    match_start: int
+    match_end: int
+
+
+class GrepMatchOut(BaseModel):
+    id: int = Field(description="Turn id (memory://turns/{id} has the whole turn).")
+    session_id: str
+    namespace: str
+    speaker: str | None
+    role: str
+    timestamp: str | None
+    match_count: int = Field(description="Matches in this turn (counted up to 1000).")
+    snippets: list[SnippetOut] = Field(description="Up to 3 snippets, one per match.")
+
+
+class GrepOutput(BaseModel):
+    pattern: str
+    regex: bool
+    matches: list[GrepMatchOut] = Field(description="Matching turns, most recent first.")
+    turns_scanned: int
+    truncated: bool = Field(description="More turns match than `limit`; narrow the search.")
+    warnings: list[str]
+
+
+class TimelineTurnOut(BaseModel):
+    id: int
+    session_id: str
+    namespace: str
+    speaker: str | None
+    role: str
+    timestamp: str | None
+    text: str = Field(description="The turn verbatim, cut to 1000 characters.")
+    text_truncated: bool = Field(description="The text was cut; read memory://turns/{id}.")
+
+
+class TimelineOutput(BaseModel):
+    turns: list[TimelineTurnOut] = Field(description="Turns in time order, oldest first.")
+    since: str | None = Field(description="The window's start as read (ISO 8601).")
+    until: str | None = Field(description="The window's end (exclusive) as read.")
+    more: bool = Field(
+        description="More turns fall in the window than `limit`: with `since`, continue "
+        "from the last turn's timestamp; without, pass an earlier `since`."
+    )
+
+
 @dataclass
 class AppContext:
     memory: Memory
@@ -147,6 +219,7 @@ def create_server(
         lifespan=lifespan,
     )
     _register_tools(server)
+    _register_prompts(server)
     _register_resources(server, running)
     return server
 
@@ -263,6 +336,72 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
 
     @server.tool(
         annotations=ToolAnnotations(
+            title="Search memory for exact text",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
+    @_tool_errors
+    async def grep(
+        ctx: Context[AppContext],
+        pattern: str,
+        namespace: str | None = None,
+        limit: int = 50,
+        regex: bool = False,
+        session_id: str | None = None,
+    ) -> Annotated[CallToolResult, GrepOutput]:
+        """Find stored turns containing exact text: a name, an error message, a file path,
+        an identifier. Case-insensitive. `pattern` is literal text unless `regex=true`
+        (Python-style regular expression; an invalid or catastrophically slow pattern is an
+        error). Returns up to `limit` (max 500) matching turns, most recent first, with
+        snippets around the matches. Use `recall` for questions; `grep` for exact strings.
+        """
+        result = await _memory(ctx).grep(
+            pattern, namespace=namespace, limit=limit, regex=regex, session_id=session_id
+        )
+        output = grep_output(result)
+        return CallToolResult(
+            content=[TextContent(type="text", text=format_grep(output))],
+            structured_content=output.model_dump(mode="json"),
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Memory timeline",
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        )
+    )
+    @_tool_errors
+    async def timeline(
+        ctx: Context[AppContext],
+        since: str | None = None,
+        until: str | None = None,
+        session_id: str | None = None,
+        namespace: str | None = None,
+        limit: int = 50,
+    ) -> Annotated[CallToolResult, TimelineOutput]:
+        """Stored turns in time order, for "what did we do yesterday", "catch me up since
+        Monday", or replaying a session. `since` / `until` take ISO 8601 dates or spans like
+        "yesterday", "last week", "3 days ago" (a span's start for since, its end for until).
+        With `since`: the first `limit` turns from then on; without: the latest `limit`
+        turns. Up to 500 turns; each turn's text is cut to 1000 characters.
+        """
+        result = await _memory(ctx).timeline(
+            since=since, until=until, session_id=session_id, namespace=namespace, limit=limit
+        )
+        output = timeline_output(result)
+        return CallToolResult(
+            content=[TextContent(type="text", text=format_timeline(output))],
+            structured_content=output.model_dump(mode="json"),
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(
             title="Forget from memory",
             read_only_hint=False,
             destructive_hint=True,
@@ -285,6 +424,14 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
             ids=ids, session_id=session_id, namespace=namespace, confirm=confirm
         )
         return ForgetOutput(**asdict(result))
+
+
+def _register_prompts(server: MCPServer[AppContext]) -> None:
+    @server.prompt(name="use-memory", title="How to use long-term memory")
+    def use_memory() -> str:
+        """Instructions for an agent: when to recall, grep, browse the timeline, remember and
+        forget, and how to cite what memory returned."""
+        return MEMORY_PROMPT
 
 
 def _register_resources(server: MCPServer[AppContext], running: dict[str, Memory]) -> None:
@@ -408,6 +555,89 @@ def format_recall(query: str, result: RecallResult) -> str:
     for warning in result.warnings:
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def grep_output(result: GrepResult) -> GrepOutput:
+    return GrepOutput(
+        pattern=result.pattern,
+        regex=result.regex,
+        matches=[
+            GrepMatchOut(
+                id=hit.turn.id,
+                session_id=hit.turn.session_id,
+                namespace=hit.turn.namespace,
+                speaker=hit.turn.speaker,
+                role=hit.turn.role,
+                timestamp=hit.turn.timestamp,
+                match_count=hit.match_count,
+                snippets=[SnippetOut(**asdict(snippet)) for snippet in hit.snippets],
+            )
+            for hit in result.hits
+        ],
+        turns_scanned=result.turns_scanned,
+        truncated=result.truncated,
+        warnings=result.warnings,
+    )
+
+
+def timeline_output(result: TimelineResult) -> TimelineOutput:
+    return TimelineOutput(
+        turns=[
+            TimelineTurnOut(
+                id=entry.turn.id,
+                session_id=entry.turn.session_id,
+                namespace=entry.turn.namespace,
+                speaker=entry.turn.speaker,
+                role=entry.turn.role,
+                timestamp=entry.turn.timestamp,
+                text=entry.text,
+                text_truncated=entry.text_truncated,
+            )
+            for entry in result.entries
+        ],
+        since=format_timestamp(result.since) if result.since else None,
+        until=format_timestamp(result.until) if result.until else None,
+        more=result.more,
+    )
+
+
+def format_grep(output: GrepOutput) -> str:
+    """Readable text: one line per matching turn with its date, then its snippets."""
+    if not output.matches:
+        lines = [f"No stored turn contains {output.pattern!r} ({output.turns_scanned} scanned)."]
+    else:
+        more = " (more match: raise limit or narrow the search)" if output.truncated else ""
+        lines = [f"{len(output.matches)} turns contain {output.pattern!r}{more}."]
+        namespaces = {m.namespace for m in output.matches}
+        for match in output.matches:
+            where = f" [{match.namespace}]" if len(namespaces) > 1 else ""
+            when = (match.timestamp or "undated")[:16].replace("T", " ")
+            who = match.speaker or match.role
+            lines.append(
+                f"\n[{when}] {who} (turn {match.id}, session {match.session_id}{where}, "
+                f"{match.match_count} matches)"
+            )
+            lines.extend(f"  …{snippet.text}…" for snippet in match.snippets)
+    lines.extend(f"warning: {w}" for w in output.warnings)
+    return "\n".join(lines)
+
+
+def format_timeline(output: TimelineOutput) -> str:
+    """Readable text: turns in time order, a heading whenever the session changes."""
+    if not output.turns:
+        return "No stored turns in that window."
+    lines: list[str] = []
+    current: tuple[str, str] | None = None
+    for turn in output.turns:
+        if (turn.namespace, turn.session_id) != current:
+            current = (turn.namespace, turn.session_id)
+            lines.append(f"\n## Session {turn.session_id} [{turn.namespace}]")
+        when = (turn.timestamp or "undated")[:16].replace("T", " ")
+        cut = " […]" if turn.text_truncated else ""
+        lines.append(f"[{when}] {turn.speaker or turn.role} (turn {turn.id}): {turn.text}{cut}")
+    if output.more:
+        lines.append("\n(more turns in this window: raise limit or move since/until)")
+    return "\n".join(lines).lstrip("\n")
 
 
 def _day(timestamp: str | None) -> str:

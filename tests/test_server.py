@@ -57,7 +57,7 @@ async def _resource_json(client: Client, uri: str):
 async def test_tools_are_listed_with_output_schemas_and_annotations(server):
     async with Client(server) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"remember", "recall", "forget"}
+    assert set(tools) == {"remember", "recall", "forget", "grep", "timeline"}
     assert tools["recall"].annotations.read_only_hint is True
     assert tools["forget"].annotations.destructive_hint is True
     for name in tools:

@@ -14,6 +14,7 @@ from pathlib import Path
 from smartsearch_mcp.importers.beam import BeamConversation, BeamQuestion, load_beam
 from smartsearch_mcp.importers.chatgpt import parse_chatgpt_export, read_chatgpt
 from smartsearch_mcp.importers.claude import parse_claude_export, read_claude
+from smartsearch_mcp.importers.claude_code import parse_transcript_lines, read_claude_code
 from smartsearch_mcp.importers.jsonl import parse_jsonl_lines, read_jsonl
 from smartsearch_mcp.importers.locomo import (
     LocomoConversation,
@@ -40,8 +41,10 @@ __all__ = [
     "parse_claude_export",
     "parse_evidence",
     "parse_jsonl_lines",
+    "parse_transcript_lines",
     "read_chatgpt",
     "read_claude",
+    "read_claude_code",
     "read_jsonl",
     "read_sessions",
 ]
@@ -76,6 +79,10 @@ def _read_claude_sessions(path: Path) -> Iterator[ImportedSession]:
     return iter([ImportedSession(None, session) for session in read_claude(path)])
 
 
+def _read_claude_code_sessions(path: Path) -> Iterator[ImportedSession]:
+    return iter([ImportedSession(ns, session) for ns, session in read_claude_code(path)])
+
+
 FORMATS: dict[str, ImportFormat] = {
     fmt.name: fmt
     for fmt in (
@@ -93,6 +100,12 @@ FORMATS: dict[str, ImportFormat] = {
             "claude",
             "Claude.ai data export: conversations.json or the export .zip",
             _read_claude_sessions,
+        ),
+        ImportFormat(
+            "claude-code",
+            "Claude Code transcripts: a session .jsonl, or a directory such as "
+            "~/.claude/projects (each session goes to its project's namespace)",
+            _read_claude_code_sessions,
         ),
     )
 }

@@ -368,6 +368,43 @@ class SQLiteStore:
             f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} ORDER BY id", params
         )
 
+    async def timeline_turns(self, scope: Scope, limit: int, latest: bool = False) -> list[Turn]:
+        """Up to `limit` turns of `scope` in time order (timestamp, then session position):
+        the earliest ones, or with `latest` the most recent ones (still returned oldest
+        first)."""
+        where, params = sql.scope_filter(scope)
+        direction = "DESC" if latest else "ASC"
+        turns = await self._fetch_turns(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} "
+            f"ORDER BY timestamp {direction}, session_id {direction}, position {direction}, "
+            f"id {direction} LIMIT ?",
+            [*params, limit],
+        )
+        return turns[::-1] if latest else turns
+
+    async def iter_scope_turns(self, scope: Scope, batch: int = 1000) -> AsyncIterator[Turn]:
+        """Every turn of `scope`, most recent first, read in batches (for scans like grep)."""
+        where, params = sql.scope_filter(scope)
+        after: tuple[str, int] | None = None
+        while True:
+            page_where, page_params = where, list(params)
+            if after is not None:
+                page_where += (
+                    " AND (COALESCE(timestamp, '') < ? OR (COALESCE(timestamp, '') = ? AND id < ?))"
+                )
+                page_params += [after[0], after[0], after[1]]
+            turns = await self._fetch_turns(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
+                f"ORDER BY COALESCE(timestamp, '') DESC, id DESC LIMIT {int(batch)}",
+                page_params,
+            )
+            if not turns:
+                return
+            for turn in turns:
+                yield turn
+            last = turns[-1]
+            after = (last.timestamp or "", last.id)
+
     async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]:
         """(turn id, BM25 score — higher is better) for an FTS5 MATCH expression."""
         if not match:

@@ -10,8 +10,8 @@ from smartsearch_mcp.types import InputError
 EXPORTS = Path(__file__).parents[1] / "fixtures" / "exports"
 
 
-def test_user_facing_formats_are_jsonl_chatgpt_and_claude() -> None:
-    assert list(FORMATS) == ["jsonl", "chatgpt", "claude"]
+def test_user_facing_formats_are_jsonl_chatgpt_claude_and_claude_code() -> None:
+    assert list(FORMATS) == ["jsonl", "chatgpt", "claude", "claude-code"]
     assert all(fmt.description for fmt in FORMATS.values())
 
 

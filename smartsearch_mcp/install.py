@@ -1,0 +1,359 @@
+"""Install the MCP server (and, where the client has them, the capture hooks) into a client's
+config files — merging, never clobbering: other servers, hooks and settings are kept, the
+previous file is backed up before a change, and installing twice changes nothing.
+
+Where each client reads its configuration (as documented by each client):
+
+- Claude Code: MCP servers in `~/.claude.json` (`mcpServers`, user scope) or `.mcp.json` at
+  the project root (`--project`); hooks in `~/.claude/settings.json` or
+  `<project>/.claude/settings.json`, as `hooks.<Event>[{hooks: [{type: "command", command}]}]`
+  for UserPromptSubmit, Stop and PreCompact.
+- Claude Desktop: `claude_desktop_config.json` in `~/Library/Application Support/Claude/`
+  (macOS), `%APPDATA%\\Claude\\` (Windows), `~/.config/Claude/` (Linux); `mcpServers`. No hooks.
+- Cursor: `~/.cursor/mcp.json` or `<project>/.cursor/mcp.json`; `mcpServers`.
+- Codex: `$CODEX_HOME/config.toml` (default `~/.codex`) or `<project>/.codex/config.toml`,
+  table `[mcp_servers.<name>]` with `command` and `args`; hooks in `hooks.json` beside it,
+  same shape as Claude Code's, for UserPromptSubmit and Stop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from smartsearch_mcp.types import ConfigError, InputError
+
+SERVER_NAME = "smartsearch"
+CLIENT_NAMES = ("claude-code", "claude-desktop", "cursor", "codex")
+HOOK_EVENTS: dict[str, dict[str, str]] = {
+    "claude-code": {"UserPromptSubmit": "user-prompt", "Stop": "stop", "PreCompact": "pre-compact"},
+    "codex": {"UserPromptSubmit": "user-prompt", "Stop": "stop"},
+}
+HOOK_TIMEOUT_SECONDS = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Commands:
+    """What to write: the server's command line, the hook command before `<client> <event>`
+    (both absolute), and the options that follow the event."""
+
+    server: list[str]
+    hook: list[str]
+    hook_options: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Change:
+    """One config file: what happened to it, and the entries added (+), replaced (~) or
+    removed (-)."""
+
+    path: Path
+    action: str  # created | updated | unchanged | removed entries
+    entries: list[str] = field(default_factory=list)
+    backup: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    path: Path
+    edit: Callable[[str | None], str | None]  # old text (None: no file) -> new text
+
+
+def config_paths(
+    client: str, home: Path, project: Path | None, platform: str, environ: dict[str, str]
+) -> dict[str, Path]:
+    """The files `client` reads: {"mcp": path, "hooks": path (when it has hooks)}."""
+    if client == "claude-code":
+        if project:
+            return {"mcp": project / ".mcp.json", "hooks": project / ".claude" / "settings.json"}
+        return {"mcp": home / ".claude.json", "hooks": home / ".claude" / "settings.json"}
+    if client == "claude-desktop":
+        if project:
+            raise InputError("Claude Desktop has no project config; install without --project")
+        if platform == "darwin":
+            folder = home / "Library" / "Application Support" / "Claude"
+        elif platform.startswith("win"):
+            appdata = environ.get("APPDATA")
+            folder = Path(appdata) / "Claude" if appdata else home / "AppData/Roaming/Claude"
+        else:
+            folder = home / ".config" / "Claude"
+        return {"mcp": folder / "claude_desktop_config.json"}
+    if client == "cursor":
+        return {"mcp": (project or home) / ".cursor" / "mcp.json"}
+    if client == "codex":
+        folder = (
+            project / ".codex" if project else Path(environ.get("CODEX_HOME") or home / ".codex")
+        )
+        return {"mcp": folder / "config.toml", "hooks": folder / "hooks.json"}
+    raise InputError(f"unknown client {client!r}; choose one of: {', '.join(CLIENT_NAMES)}")
+
+
+def plan(
+    client: str, commands: Commands | None, paths: dict[str, Path], changes: list[Change]
+) -> list[Target]:
+    """The edits installing (`commands`) or uninstalling (None) makes; `changes` collects
+    what each edit did."""
+    targets: list[Target] = []
+    mcp_path = paths["mcp"]
+    if client == "codex":
+        targets.append(Target(mcp_path, _recording(mcp_path, changes, _codex_toml(commands))))
+    else:
+        entry: dict[str, Any] | None = None
+        if commands is not None:
+            entry = {"command": commands.server[0], "args": commands.server[1:]}
+            if client == "claude-code":
+                entry = {"type": "stdio", **entry, "env": {}}
+        targets.append(Target(mcp_path, _recording(mcp_path, changes, _mcp_json(entry))))
+    if "hooks" in paths:
+        hooks_path = paths["hooks"]
+        edit = _hooks_json(client, commands)
+        targets.append(Target(hooks_path, _recording(hooks_path, changes, edit)))
+    return targets
+
+
+def apply(targets: list[Target], changes: list[Change], dry_run: bool, now: datetime) -> None:
+    """Run the edits; write changed files atomically after backing up the old ones."""
+    for target in targets:
+        old = target.path.read_text(encoding="utf-8") if target.path.exists() else None
+        new = target.edit(old)
+        change = changes[-1]
+        if new is None or new == old or dry_run:
+            continue
+        if old is not None:
+            backup = target.path.with_name(
+                f"{target.path.name}.bak-smartsearch-{now:%Y%m%d-%H%M%S}"
+            )
+            backup.write_text(old, encoding="utf-8")
+            change.backup = backup
+        _write_atomic(target.path, new)
+
+
+# ---------------------------------------------------------------------- JSON files
+
+
+def _recording(
+    path: Path, changes: list[Change], edit: Callable[[Any], tuple[Any, list[str]]]
+) -> Callable[[str | None], str | None]:
+    def run(old: str | None) -> str | None:
+        if path.suffix == ".toml":
+            new_text, entries = edit(old)
+            changes.append(_change(path, old, entries))
+            return new_text if entries else old
+        data = _load_json(path, old)
+        new_data, entries = edit(data)
+        changes.append(_change(path, old, entries))
+        if not entries:
+            return old
+        return json.dumps(new_data, indent=2, ensure_ascii=False) + "\n"
+
+    return run
+
+
+def _change(path: Path, old: str | None, entries: list[str]) -> Change:
+    if not entries:
+        return Change(path, "unchanged")
+    if all(e.startswith("-") for e in entries):
+        return Change(path, "removed entries", entries)
+    return Change(path, "created" if old is None else "updated", entries)
+
+
+def _load_json(path: Path, text: str | None) -> dict[str, Any]:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{path} is not valid JSON ({exc}); fix or move it, then run again — "
+            "nothing was changed"
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} does not hold a JSON object; nothing was changed")
+    return data
+
+
+def _mcp_json(entry: dict[str, Any] | None) -> Callable[[Any], tuple[Any, list[str]]]:
+    def edit(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        servers = data.get("mcpServers")
+        if servers is not None and not isinstance(servers, dict):
+            raise ConfigError("config key mcpServers is not an object; nothing was changed")
+        current = (servers or {}).get(SERVER_NAME)
+        key = f"mcpServers.{SERVER_NAME}"
+        if entry is None:
+            if current is None:
+                return data, []
+            del data["mcpServers"][SERVER_NAME]
+            return data, [f"- {key}"]
+        if current == entry:
+            return data, []
+        data.setdefault("mcpServers", {})[SERVER_NAME] = entry
+        sign = "+" if current is None else "~"
+        return data, [f"{sign} {key} = {json.dumps(entry, ensure_ascii=False)}"]
+
+    return edit
+
+
+def is_our_hook(command: object, client: str) -> bool:
+    """A hook command this tool installed (for `client`)."""
+    return isinstance(command, str) and "smartsearch" in command and f" hook {client} " in command
+
+
+def _hooks_json(client: str, commands: Commands | None) -> Callable[[Any], tuple[Any, list[str]]]:
+    def edit(data: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        hooks = data.get("hooks")
+        if hooks is not None and not isinstance(hooks, dict):
+            raise ConfigError("config key hooks is not an object; nothing was changed")
+        hooks = dict(hooks or {})
+        entries: list[str] = []
+        for event, name in HOOK_EVENTS[client].items():
+            groups = hooks.get(event, [])
+            if not isinstance(groups, list):
+                raise ConfigError(f"config key hooks.{event} is not a list; nothing was changed")
+            ours = [
+                h
+                for g in groups
+                if isinstance(g, dict)
+                for h in g.get("hooks", [])
+                if isinstance(h, dict) and is_our_hook(h.get("command"), client)
+            ]
+            wanted = None
+            if commands is not None:
+                command = shlex.join([*commands.hook, client, name, *commands.hook_options])
+                wanted = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
+            if wanted is not None and ours == [wanted]:
+                continue
+            kept = _without_ours(groups, client)
+            if wanted is not None:
+                kept.append({"hooks": [wanted]})
+                sign = "~" if ours else "+"
+                entries.append(f"{sign} hooks.{event}: {wanted['command']}")
+            elif ours:
+                entries.append(f"- hooks.{event}: {ours[0].get('command')}")
+            if kept:
+                hooks[event] = kept
+            else:
+                hooks.pop(event, None)
+        if not entries:
+            return data, []
+        if hooks:
+            data["hooks"] = hooks
+        else:
+            data.pop("hooks", None)
+        return data, entries
+
+    return edit
+
+
+def _without_ours(groups: list[Any], client: str) -> list[Any]:
+    kept = []
+    for group in groups:
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            kept.append(group)
+            continue
+        handlers = [h for h in group["hooks"] if not is_our_hook(h.get("command"), client)]
+        if handlers:
+            kept.append({**group, "hooks": handlers})
+    return kept
+
+
+# ---------------------------------------------------------------------- Codex TOML
+
+_HEADER = re.compile(r"^\s*\[")
+_OUR_TABLE = re.compile(
+    r"^\s*\[\s*mcp_servers\s*\.\s*(?:" + SERVER_NAME + r'|"' + SERVER_NAME + r'")\s*(?:\]|\.)'
+)
+
+
+def _codex_toml(commands: Commands | None) -> Callable[[Any], tuple[str | None, list[str]]]:
+    def edit(old: str | None) -> tuple[str | None, list[str]]:
+        text = old or ""
+        before = _parse_toml(text, "the existing file")
+        current = before.get("mcp_servers", {}).get(SERVER_NAME)
+        key = f"mcp_servers.{SERVER_NAME}"
+        if commands is None:
+            if current is None:
+                return old, []
+            new_text = remove_toml_table(text)
+            _verify_toml(new_text, before, None)
+            return new_text, [f"- [{key}]"]
+        command, args = commands.server[0], commands.server[1:]
+        wanted: dict[str, Any] = {"command": command, "args": args}
+        if current == wanted:
+            return old, []
+        body = (
+            f"[{key}]\ncommand = {_toml_string(command)}\n"
+            f"args = [{', '.join(_toml_string(a) for a in args)}]\n"
+        )
+        new_text = remove_toml_table(text).rstrip("\n")
+        new_text = (new_text + "\n\n" if new_text else "") + body
+        _verify_toml(new_text, before, wanted)
+        sign = "+" if current is None else "~"
+        return new_text, [
+            f"{sign} [{key}] command = {wanted['command']!r}, args = {wanted['args']}"
+        ]
+
+    return edit
+
+
+def remove_toml_table(text: str) -> str:
+    """`text` without the `[mcp_servers.smartsearch]` table and its sub-tables; every other
+    line (comments and formatting included) is kept as it was."""
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        if _HEADER.match(line):
+            skipping = bool(_OUR_TABLE.match(line))
+        if not skipping:
+            out.append(line)
+    return "".join(out)
+
+
+def _toml_string(value: str) -> str:
+    # A JSON string is a valid TOML basic string for everything json.dumps emits.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _parse_toml(text: str, what: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Codex config.toml ({what}) is not valid TOML: {exc}") from exc
+
+
+def _verify_toml(new_text: str, before: dict[str, Any], wanted: dict[str, Any] | None) -> None:
+    """The edit must change our table and nothing else, or it is not written."""
+    unsafe = ConfigError(
+        f"cannot edit Codex config.toml safely (is [mcp_servers.{SERVER_NAME}] defined "
+        "inline?); add the server by hand or with `codex mcp add` — nothing was changed"
+    )
+    try:
+        after = tomllib.loads(new_text)
+    except tomllib.TOMLDecodeError as exc:
+        raise unsafe from exc
+    expected = json.loads(json.dumps(before))
+    servers = expected.setdefault("mcp_servers", {})
+    servers.pop(SERVER_NAME, None)
+    if wanted is not None:
+        servers[SERVER_NAME] = wanted
+    if not servers and "mcp_servers" not in after:
+        expected.pop("mcp_servers")
+    if after != expected:
+        raise unsafe
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
+    tmp = path.with_name(f".{path.name}.smartsearch-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(tmp, path)

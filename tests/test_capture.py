@@ -1,0 +1,218 @@
+"""Capture hooks: recorded payloads on stdin, end to end into a temporary database."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import anyio
+import pytest
+
+from smartsearch_mcp.capture import HookEvent, capture_event, parse_event, plan_new_turns
+from smartsearch_mcp.namespaces import project_namespace
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.types import InputError, Turn, TurnInput
+
+ROOT = Path(__file__).parents[1]
+TRANSCRIPT = Path(__file__).parent / "fixtures" / "claude_code" / "session.jsonl"
+SESSION = "7f3c2a1e-5b6d-4e8f-9a0b-1c2d3e4f5a6b"
+PROMPT = "The login page redirects to /undefined after sign-in. Can you find why?"
+HEAVY = ("torch", "sentence_transformers", "spacy", "transformers", "pylate")
+
+
+def _payload(event: str, transcript: Path, cwd: Path, **extra: object) -> str:
+    return json.dumps(
+        {
+            "session_id": SESSION,
+            "transcript_path": str(transcript),
+            "cwd": str(cwd),
+            "permission_mode": "default",
+            "hook_event_name": event,
+            **extra,
+        }
+    )
+
+
+def _recorded_now() -> list[str]:
+    """The fixture's lines with their timestamps moved so the prompt was typed a second ago,
+    as when a hook runs live."""
+    lines = TRANSCRIPT.read_text().splitlines()
+    prompt_time = datetime(2025, 6, 2, 9, 15, 10, 500000, tzinfo=UTC)
+    shift = datetime.now(UTC) - timedelta(seconds=1) - prompt_time
+    moved = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            moved.append(line)
+            continue
+        if "timestamp" in record:
+            when = datetime.fromisoformat(record["timestamp"].replace("Z", "+00:00")) + shift
+            millis = when.microsecond // 1000
+            record["timestamp"] = when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis:03d}Z"
+        moved.append(json.dumps(record))
+    return moved
+
+
+def _run_hook(env: dict[str, str], *argv: str, stdin: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "smartsearch_mcp", "hook", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+async def _stored(db: Path) -> list[Turn]:
+    store = await SQLiteStore.open(db)
+    try:
+        return [turn async for turn in store.iter_turns()]
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def hook_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=str(ROOT),
+        SMARTSEARCH_DB=str(tmp_path / "data" / "memory.db"),
+        HF_HUB_OFFLINE="1",
+    )
+    env.pop("SMARTSEARCH_NAMESPACE", None)
+    env.pop("SMARTSEARCH_CONFIG", None)
+    return env
+
+
+@pytest.mark.slow
+def test_prompt_then_stop_hooks_store_the_exchange_once_in_the_project_namespace(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    project = tmp_path / "webapp"
+    (project / ".git").mkdir(parents=True)
+    transcript = tmp_path / "t.jsonl"
+    # When UserPromptSubmit fires, the transcript does not hold the prompt yet.
+    lines = _recorded_now()
+    transcript.write_text("\n".join(lines[:3]) + "\n")
+    prompt = _payload("UserPromptSubmit", transcript, project / "src", prompt=PROMPT)
+    first = _run_hook(hook_env, "claude-code", "user-prompt", stdin=prompt)
+    assert first.returncode == 0 and first.stdout == "", first.stderr
+    transcript.write_text("\n".join(lines))
+    stop = _payload("Stop", transcript, project, stop_hook_active=False)
+    for _ in range(2):  # re-running a hook stores nothing new
+        assert _run_hook(hook_env, "claude-code", "stop", stdin=stop).returncode == 0
+        assert _run_hook(hook_env, "claude-code", "user-prompt", stdin=prompt).returncode == 0
+    assert _run_hook(hook_env, "claude-code", "pre-compact", stdin=stop).returncode == 0
+
+    turns = anyio.run(_stored, Path(hook_env["SMARTSEARCH_DB"]))
+    assert [(t.role, t.text[:20]) for t in turns] == [
+        ("user", PROMPT[:20]),
+        ("assistant", "Let me look at the a"),
+        ("assistant", "Found it: `params.ge"),
+    ]
+    assert {t.namespace for t in turns} == {project_namespace(project)}
+    assert {t.session_id for t in turns} == {f"claude-code:{SESSION}"}
+    line = json.loads(lines[5])
+    assert turns[1].timestamp == line["timestamp"][:19] + "Z"  # the transcript's own time
+    log = Path(hook_env["SMARTSEARCH_DB"]).parent / "hooks.log"
+    assert "stored 1 turns" in log.read_text()
+
+
+@pytest.mark.slow
+def test_a_broken_payload_never_fails_the_hook_and_is_logged(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    result = _run_hook(hook_env, "claude-code", "stop", stdin="{not json")
+    assert result.returncode == 0 and result.stdout == ""
+    log = Path(hook_env["SMARTSEARCH_DB"]).parent / "hooks.log"
+    assert "hook claude-code stop failed" in log.read_text()
+    assert "not JSON" in log.read_text()
+
+
+@pytest.mark.slow
+def test_the_hook_path_loads_no_model_libraries(tmp_path: Path, hook_env: dict[str, str]):
+    transcript = tmp_path / "t.jsonl"
+    shutil.copy(TRANSCRIPT, transcript)
+    probe = (
+        "import sys\n"
+        "from smartsearch_mcp.cli import main\n"
+        "code = main(['hook', 'claude-code', 'stop'])\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "assert code == 0 and not heavy, heavy\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        input=_payload("Stop", transcript, tmp_path),
+        capture_output=True,
+        text=True,
+        env=hook_env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert len(anyio.run(_stored, Path(hook_env["SMARTSEARCH_DB"]))) == 3
+
+
+def test_codex_prompt_and_reply_are_keyed_by_turn_id(tmp_path: Path):
+    def event(kind: str, **extra: str) -> HookEvent:
+        raw = json.dumps({"session_id": "c1", "turn_id": "t-9", "cwd": str(tmp_path), **extra})
+        return parse_event("codex", kind, raw)
+
+    async def run() -> list[Turn]:
+        store = await SQLiteStore.open(tmp_path / "m.db")
+        try:
+            for now in (datetime(2025, 1, 1, tzinfo=UTC), datetime(2025, 1, 2, tzinfo=UTC)):
+                await capture_event(store, event("user-prompt", prompt="hi"), "ns", now)
+                reply = event("stop", last_assistant_message="hello")
+                await capture_event(store, reply, "ns", now)
+            return await store.session_turns("ns", "codex:c1")
+        finally:
+            await store.close()
+
+    turns = anyio.run(run)
+    assert [(t.role, t.text, t.metadata["capture_key"]) for t in turns] == [
+        ("user", "hi", "turn:t-9:user"),
+        ("assistant", "hello", "turn:t-9:assistant"),
+    ]
+
+
+def test_unknown_hooks_and_payloads_without_a_session_are_rejected():
+    with pytest.raises(InputError, match="unknown hook codex pre-compact"):
+        parse_event("codex", "pre-compact", "{}")
+    with pytest.raises(InputError, match="no session_id"):
+        parse_event("claude-code", "stop", json.dumps({"cwd": "/x"}))
+
+
+NOW = datetime(2025, 6, 2, 9, 15, 11, tzinfo=UTC)
+
+
+def _stored_turn(role: str, text: str, when: datetime, **metadata: str) -> Turn:
+    stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return Turn(1, "ns", "s", 0, role, role, text, stamp, stamp, stamp, metadata, "h")
+
+
+def _input(role: str, text: str, when: datetime, **metadata: str) -> TurnInput:
+    return TurnInput(text, role, role, when.strftime("%Y-%m-%dT%H:%M:%S.000Z"), metadata)
+
+
+def test_a_prompt_stored_from_the_payload_is_recognised_in_the_transcript_later():
+    pending = _stored_turn("user", "fix it", NOW, capture="hook-payload")
+    line = _input("user", "fix it", NOW - timedelta(seconds=1), capture_key="u-1")
+    reply = _input("assistant", "done", NOW + timedelta(seconds=9), capture_key="a-1")
+    assert plan_new_turns([pending], [line, reply], []) == [reply]
+
+
+def test_the_same_prompt_typed_again_later_is_kept():
+    earlier = _stored_turn("user", "continue", NOW, capture_key="u-1")
+    again = _input("user", "continue", NOW + timedelta(hours=1), capture="hook-payload")
+    assert plan_new_turns([earlier], [], [again]) == [again]
+    rerun = _input("user", "continue", NOW + timedelta(minutes=2), capture="hook-payload")
+    assert plan_new_turns([earlier], [], [rerun]) == []

@@ -1,0 +1,131 @@
+"""The grep tool: literal and regex matching over raw turns, bounded in time and output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mcp import Client
+
+from smartsearch_mcp import grep as grep_rules
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.server import create_server
+from smartsearch_mcp.types import InputError, Turn
+
+pytestmark = pytest.mark.anyio
+
+LEXICAL = Config().with_overrides(
+    rank={"scorers": ["lexical"]}, nlp={"spacy_models": []}, retrieval={"dense": False}
+)
+
+TURNS = [
+    {"text": "The build fails with ValueError: bad magic number", "role": "user",
+     "timestamp": "2024-03-01T10:00:00"},
+    {"text": "Try deleting the __pycache__ folder (a stale .pyc).", "role": "assistant",
+     "timestamp": "2024-03-01T10:00:05"},
+    {"text": "That fixed it. Also: valueerror again in tests?", "role": "user",
+     "timestamp": "2024-03-02T09:00:00"},
+]  # fmt: skip
+
+
+def _turn(text: str, id: int = 1) -> Turn:
+    return Turn(id, "ns", "s", 0, None, "user", text, "2024-01-01T00:00:00", None, "", {}, "h")
+
+
+def _scan(pattern: str, texts: list[str], use_regex: bool = False, limit: int = 50):
+    result = grep_rules.GrepResult(pattern=pattern, regex=use_regex)
+    scan = grep_rules.GrepScan(grep_rules.compile_pattern(pattern, use_regex), result, limit)
+    scan.scan([_turn(t, i) for i, t in enumerate(texts, 1)])
+    return result
+
+
+def test_literal_patterns_match_case_insensitively_and_treat_regex_syntax_as_text():
+    result = _scan("a.c(", ["xa.c(y", "abc(", "A.C("])
+    assert [hit.turn.id for hit in result.hits] == [1, 3]
+
+
+def test_an_invalid_regex_is_an_error_that_suggests_literal_mode():
+    with pytest.raises(InputError, match="regex=false"):
+        grep_rules.compile_pattern("(unclosed", use_regex=True)
+
+
+def test_a_catastrophically_backtracking_pattern_is_stopped_and_reported():
+    result = grep_rules.GrepResult(pattern="(a|aa)+$", regex=True)
+    scan = grep_rules.GrepScan(
+        grep_rules.compile_pattern("(a|aa)+$", True), result, 10, per_turn_seconds=0.2
+    )
+    with pytest.raises(InputError, match="backtracks catastrophically"):
+        scan.scan([_turn("a" * 80 + "b")])
+
+
+def test_output_is_capped_in_turns_snippets_and_snippet_length():
+    texts = ["needle " * 5000] * 5
+    result = _scan("needle", texts, limit=2)
+    assert len(result.hits) == 2 and result.truncated
+    for hit in result.hits:
+        assert hit.match_count == 1000  # counted up to the cap
+        assert len(hit.snippets) == grep_rules.MAX_SNIPPETS
+        assert all(len(s.text) <= grep_rules.SNIPPET_CHARS for s in hit.snippets)
+
+
+@given(st.text(min_size=1, max_size=30), st.text(max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_every_snippet_contains_its_match_and_lies_inside_the_turn(pattern: str, text: str):
+    result = _scan(pattern, [text])
+    if pattern.isascii() and text.isascii():
+        assert bool(result.hits) == (pattern.lower() in text.lower())
+    for hit in result.hits:
+        for snippet in hit.snippets:
+            assert text[snippet.start : snippet.start + len(snippet.text)] == snippet.text
+            assert snippet.start <= snippet.match_start < snippet.match_end
+            assert len(snippet.text) <= grep_rules.SNIPPET_CHARS
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    return create_server(LEXICAL, tmp_path / "memory.db", namespace="proj")
+
+
+async def test_grep_through_the_client_finds_exact_text_newest_first(server):
+    with anyio.fail_after(30):
+        async with Client(server) as client:
+            await client.call_tool("remember", {"turns": TURNS, "session_id": "s1"})
+            found = await client.call_tool("grep", {"pattern": "ValueError"})
+    assert not found.is_error
+    matches = found.structured_content["matches"]
+    assert [m["timestamp"] for m in matches] == ["2024-03-02T09:00:00", "2024-03-01T10:00:00"]
+    assert all(m["namespace"] == "proj" for m in matches)
+    assert "valueerror again" in found.content[0].text
+
+
+async def test_grep_with_regex_and_hostile_patterns_through_the_client(server):
+    with anyio.fail_after(60):
+        async with Client(server) as client:
+            await client.call_tool("remember", {"turns": TURNS, "session_id": "s1"})
+            await client.call_tool("remember", {"text": "a" * 5000 + "!", "session_id": "s2"})
+            regex_hit = await client.call_tool("grep", {"pattern": r"\.pyc\b", "regex": True})
+            bad = await client.call_tool("grep", {"pattern": "([a-z]", "regex": True})
+            slow = await client.call_tool("grep", {"pattern": "(a|aa)+$", "regex": True})
+            literal = await client.call_tool("grep", {"pattern": "(a|aa)+$"})
+            empty = await client.call_tool("grep", {"pattern": ""})
+            huge_limit = await client.call_tool("grep", {"pattern": "a", "limit": 10**9})
+    assert [m["id"] for m in regex_hit.structured_content["matches"]] == [2]
+    assert bad.is_error and "invalid regular expression" in bad.content[0].text
+    assert slow.is_error and "catastrophically" in slow.content[0].text
+    assert not literal.is_error and literal.structured_content["matches"] == []
+    assert empty.is_error and huge_limit.is_error
+
+
+async def test_grep_sees_only_its_namespace_unless_global_is_included(tmp_path: Path):
+    config = LEXICAL.with_overrides(scope={"include_global": True})
+    server = create_server(config, tmp_path / "m.db", namespace="proj")
+    with anyio.fail_after(30):
+        async with Client(server) as client:
+            await client.call_tool("remember", {"text": "shared fact: tabs", "namespace": "global"})
+            await client.call_tool("remember", {"text": "other fact: tabs", "namespace": "other"})
+            await client.call_tool("remember", {"text": "project fact: tabs"})
+            found = await client.call_tool("grep", {"pattern": "tabs"})
+    assert {m["namespace"] for m in found.structured_content["matches"]} == {"proj", "global"}
