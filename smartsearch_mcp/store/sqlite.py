@@ -530,6 +530,9 @@ class SQLiteStore:
         timestamp_raw = None if raw is None else str(raw)
         if timestamp_raw is not None:
             _check_encodable(f"{where}.timestamp", timestamp_raw)
+        # Identity is what was given: a turn re-sent without a timestamp (a client retrying
+        # after a lost answer, an import run again) is a duplicate, not a new turn "now".
+        identity = [speaker, text, timestamp]
         if timestamp is None:
             timestamp = _now()
         metadata = turn.metadata if turn.metadata is not None else {}
@@ -541,9 +544,7 @@ class SQLiteStore:
         except (TypeError, ValueError) as exc:
             raise InputError(f"{where}.metadata is not valid JSON: {exc}") from exc
         digest = hashlib.sha256(
-            json.dumps([speaker, text, timestamp], ensure_ascii=False).encode(
-                "utf-8", "surrogatepass"
-            )
+            json.dumps(identity, ensure_ascii=False).encode("utf-8", "surrogatepass")
         ).hexdigest()
         return _PreparedTurn(speaker, role, text, timestamp, timestamp_raw, metadata_json, digest)
 
