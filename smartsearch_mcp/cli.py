@@ -398,7 +398,7 @@ def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
 
 
 def _print_models(config: Config) -> bool:
-    from smartsearch_mcp.models import check_models
+    from smartsearch_mcp.models import check_models, model_fixes
 
     statuses = check_models(config)
     print("models:")
@@ -412,10 +412,8 @@ def _print_models(config: Config) -> bool:
     usable = any(s.ok for s in statuses)
     if not all(s.ok for s in statuses):
         print("  recall degrades to the models that load (see warnings in each result).")
-        print(
-            "  fix: online, run `smartsearch-mcp models download`; offline, install "
-            "`pip install 'smartsearch-mcp[offline]'` and use --config offline"
-        )
+        for fix in model_fixes(statuses):
+            print(f"  fix: {fix}")
     return usable
 
 

@@ -121,12 +121,14 @@ async def http_server(
         process.wait(timeout=30)
 
 
-def run_cli(args: Sequence[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    args: Sequence[str], env: dict[str, str] | None = None, **kwargs: object
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # type: ignore[call-overload, no-any-return]
         cli_command(*args),
         capture_output=True,
         text=True,
-        env=subprocess_env(),
+        env=env or subprocess_env(),
         cwd=str(REPO),
         **kwargs,
     )
