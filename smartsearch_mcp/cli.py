@@ -2,7 +2,7 @@
 export | stats | doctor | models | bench.
 
 Environment variables are read here only: SMARTSEARCH_DB, SMARTSEARCH_CONFIG,
-SMARTSEARCH_NAMESPACE. Logs go to stderr (stdout is the MCP wire in `serve`).
+SMARTSEARCH_NAMESPACE, SMARTSEARCH_TOKEN. Logs go to stderr (stdout is the MCP wire in `serve`).
 """
 
 from __future__ import annotations
@@ -80,6 +80,31 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    serve.add_argument(
+        "--token",
+        default=None,
+        help="HTTP bearer token clients must send (default: $SMARTSEARCH_TOKEN); "
+        "required to bind beyond 127.0.0.1",
+    )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow binding beyond 127.0.0.1 with no token (trusted networks only)",
+    )
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name clients use to reach the server (repeatable; loopback names and "
+        "the bound address are always allowed)",
+    )
+    serve.add_argument(
+        "--max-request-mb",
+        type=int,
+        default=16,
+        help="largest HTTP request body accepted, in MiB (default 16)",
+    )
     serve.add_argument(
         "--no-preload", action="store_true", help="load models on the first recall, not at start"
     )
@@ -224,22 +249,39 @@ def resolve_namespace(args: argparse.Namespace, default: str | None = None) -> s
 
 
 def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
-    from smartsearch_mcp.server import create_server
+    from smartsearch_mcp.server import create_server, http_app
 
+    access = None
+    if args.http:
+        from smartsearch_mcp.http_access import TOKEN_ENV, http_access
+
+        # Checked before anything opens: a refused bind changes nothing.
+        access = http_access(
+            args.host,
+            args.token or os.environ.get(TOKEN_ENV),
+            insecure=args.insecure,
+            extra_hosts=args.allowed_host,
+            max_request_mb=args.max_request_mb,
+        )
     db = resolve_db(args, config)
     server = create_server(
         config, db, namespace=resolve_namespace(args), preload_models=not args.no_preload
     )
     log.info("serving %s (config: %s)", db, config.source)
-    if args.http:
+    if access is not None:
         import uvicorn
 
-        app = server.streamable_http_app(host=args.host)
+        app = http_app(server, access)
         # log_config=None: uvicorn logs through our stderr handler, access logs included.
         settings = uvicorn.Config(
             app, host=args.host, port=args.port, log_config=None, log_level=args.log_level
         )
-        log.warning("serving MCP over HTTP at http://%s:%d/mcp", args.host, args.port)
+        log.warning(
+            "serving MCP over HTTP at http://%s:%d/mcp (%s)",
+            args.host,
+            args.port,
+            "bearer token required" if access.token else "no token",
+        )
         anyio.run(uvicorn.Server(settings).serve)
     else:
         anyio.run(server.run_stdio_async)
@@ -530,7 +572,7 @@ def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
 
 
 def _print_models(config: Config) -> bool:
-    from smartsearch_mcp.models import check_models
+    from smartsearch_mcp.models import check_models, model_fixes
 
     statuses = check_models(config)
     print("models:")
@@ -544,10 +586,8 @@ def _print_models(config: Config) -> bool:
     usable = any(s.ok for s in statuses)
     if not all(s.ok for s in statuses):
         print("  recall degrades to the models that load (see warnings in each result).")
-        print(
-            "  fix: online, run `smartsearch-mcp models download`; offline, install "
-            "`pip install 'smartsearch-mcp[offline]'` and use --config offline"
-        )
+        for fix in model_fixes(statuses):
+            print(f"  fix: {fix}")
     return usable
 
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar, cast
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
@@ -26,6 +27,7 @@ from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.dates import format_timestamp
 from smartsearch_mcp.grep import GrepResult
+from smartsearch_mcp.http_access import BearerTokenMiddleware, HttpAccess
 from smartsearch_mcp.memory import Memory
 from smartsearch_mcp.timeline import TimelineResult
 from smartsearch_mcp.types import NotFoundError, RecallResult, Scored, SmartSearchError, TurnInput
@@ -222,6 +224,21 @@ def create_server(
     _register_prompts(server)
     _register_resources(server, running)
     return server
+
+
+def http_app(server: MCPServer[AppContext], access: HttpAccess) -> Any:
+    """The streamable HTTP app (an ASGI app) under `access`: Host and Origin checked against
+    DNS rebinding, request bodies limited, and a bearer token required when one is set."""
+    app: Any = server.streamable_http_app(
+        host=access.host,
+        max_request_body_size=access.max_request_bytes,
+        transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=list(access.allowed_hosts),
+            allowed_origins=list(access.allowed_origins),
+        ),
+    )
+    return BearerTokenMiddleware(app, access.token) if access.token else app
 
 
 def _memory(ctx: Context[AppContext]) -> Memory:

@@ -7,6 +7,7 @@ import sqlite3
 import stat
 from pathlib import Path
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -45,6 +46,16 @@ async def test_duplicate_turns_are_skipped_counted_and_mapped_to_the_stored_id(s
     # Same text in another session, or by another speaker, is not a duplicate.
     other = await store.remember("ns", "s2", [TurnInput("hi", "A", timestamp="2024-01-01")])
     assert other.stored == 1
+
+
+async def test_a_turn_resent_later_without_a_timestamp_is_a_duplicate(store, monkeypatch):
+    from smartsearch_mcp.store import sqlite as module
+
+    first = await store.remember("ns", "s1", [TurnInput("retry me", "A")])
+    monkeypatch.setattr(module, "_now", lambda: "2031-01-01T00:00:00Z")  # a later call
+    again = await store.remember("ns", "s1", [TurnInput("retry me", "A")])
+    assert again.ids == first.ids and again.duplicates_skipped == 1
+    assert (await store.stats()).turns == 1
 
 
 async def test_timestamps_are_normalized_and_the_original_kept(store):
@@ -159,6 +170,31 @@ async def test_database_file_is_private_and_uses_wal(tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_concurrent_writes_in_one_process_commit_each_their_own_turns(store):
+    # Tasks of one process (e.g. several HTTP sessions) share the writer connection: each
+    # transaction must run alone, and a failing one must not roll back another's turns.
+    acknowledged: dict[str, int] = {}
+    failures: list[str] = []
+
+    async def writer(n: int) -> None:
+        for batch in range(3):
+            texts = [f"task {n} batch {batch} turn {i}" for i in range(10)]
+            result = await store.remember("ns", f"s{n}", [TurnInput(t) for t in texts])
+            acknowledged.update(zip(texts, result.ids, strict=True))
+            try:
+                await store.forget("ns", ids=[10**9 + n])
+            except NotFoundError as exc:
+                failures.append(str(exc))
+
+    async with anyio.create_task_group() as group:
+        for n in range(12):
+            group.start_soon(writer, n)
+    assert len(failures) == 36
+    stored = {t.text: t.id async for t in store.iter_turns()}
+    assert stored == acknowledged and len(stored) == 360
+    assert await store.integrity_check() == []
 
 
 async def test_reopening_keeps_turns_and_schema_version(tmp_path):

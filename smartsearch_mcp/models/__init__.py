@@ -4,7 +4,12 @@ Importing this package imports no model library (torch, sentence-transformers, s
 they are imported when a `ModelRegistry` first loads a model.
 """
 
-from smartsearch_mcp.models.manage import ModelDownloadError, check_models, download_models
+from smartsearch_mcp.models.manage import (
+    ModelDownloadError,
+    check_models,
+    download_models,
+    model_fixes,
+)
 from smartsearch_mcp.models.registry import (
     MODEL_KINDS,
     SCORER_KINDS,
@@ -39,5 +44,6 @@ __all__ = [
     "configure_torch",
     "download_models",
     "maxsim",
+    "model_fixes",
     "resolve_model",
 ]

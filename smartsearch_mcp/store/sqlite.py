@@ -1,8 +1,9 @@
 """The SQLite store: schema, migrations, full-text index, WAL — the only module with SQL.
 
 Turns are stored verbatim. The FTS5 index is kept in step by triggers, so it changes in
-the same transaction as the turns. Writes go through one connection and `BEGIN IMMEDIATE`,
-so concurrent processes queue on SQLite's lock (with a busy timeout) instead of failing.
+the same transaction as the turns. Writes go through one connection, one transaction at a
+time (`_write_transaction`): tasks of this process queue on a lock, other processes queue on
+SQLite's lock with `BEGIN IMMEDIATE` and a busy timeout, so nobody sees "database is locked".
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import os
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
+import anyio
 
 from smartsearch_mcp.dates import normalize_timestamp
 from smartsearch_mcp.store import queries as sql
@@ -77,6 +80,10 @@ class SQLiteStore:
         self._reader = reader
         self.max_turns_per_call = max_turns_per_call
         self.max_text_chars = max_text_chars
+        # One transaction at a time on the writer connection: without it two tasks of this
+        # process (two HTTP sessions) would nest BEGINs, and one's rollback would undo the
+        # other's acknowledged turns.
+        self._write_lock = anyio.Lock()
 
     @classmethod
     async def open(
@@ -131,9 +138,7 @@ class SQLiteStore:
             )
         prepared = [self._prepare(i, turn) for i, turn in enumerate(turns)]
         created_at = _now()
-        db = self._writer
-        await db.execute("BEGIN IMMEDIATE")
-        try:
+        async with self._write_transaction() as db:
             async with db.execute(
                 "SELECT content_hash, id FROM turns WHERE namespace = ? AND session_id = ?",
                 (namespace, session_id),
@@ -187,10 +192,6 @@ class SQLiteStore:
                     f"INSERT INTO turns ({_TURN_COLUMNS}) VALUES ({_marks(12)})", rows
                 )
                 await _refresh_sessions(db, namespace, [session_id])
-            await db.commit()
-        except BaseException:
-            await db.rollback()
-            raise
         return RememberResult(
             ids=ids,
             session_id=session_id,
@@ -221,9 +222,7 @@ class SQLiteStore:
             clauses.append("session_id = ?")
             params.append(check_name("session_id", session_id))
         where = " AND ".join(clauses)
-        db = self._writer
-        await db.execute("BEGIN IMMEDIATE")
-        try:
+        async with self._write_transaction() as db:
             async with db.execute(
                 f"SELECT id, session_id FROM turns WHERE {where} ORDER BY id", params
             ) as cursor:
@@ -268,10 +267,6 @@ class SQLiteStore:
                 )
             if whole_namespace:
                 await db.execute("DELETE FROM sessions WHERE namespace = ?", (namespace,))
-            await db.commit()
-        except BaseException:
-            await db.rollback()
-            raise
         return ForgetResult(
             deleted_turn_ids=deleted_ids, deleted_sessions=emptied, namespace=namespace
         )
@@ -470,18 +465,12 @@ class SQLiteStore:
         """Cache vectors; entries whose turn was deleted meanwhile are dropped."""
         if not items:
             return
-        db = self._writer
-        await db.execute("BEGIN IMMEDIATE")
-        try:
+        async with self._write_transaction() as db:
             await db.executemany(
                 "INSERT OR REPLACE INTO embeddings (model, turn_id, start, vector) "
                 "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)",
                 [(model, t, s, v, t) for t, s, v in items],
             )
-            await db.commit()
-        except BaseException:
-            await db.rollback()
-            raise
 
     async def turns_without_embeddings(self, model: str, limit: int) -> list[Turn]:
         """Turns with no cached vector for `model` (oldest first): the embedding backlog."""
@@ -523,12 +512,27 @@ class SQLiteStore:
         if rows != ["ok"]:
             problems.extend(rows)
         try:
-            await self._writer.execute(
-                "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)"
-            )
+            async with self._write_transaction() as db:
+                await db.execute(
+                    "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)"
+                )
         except sqlite3.DatabaseError as exc:
             problems.append(f"full-text index: {exc}")
         return problems
+
+    @asynccontextmanager
+    async def _write_transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The writer connection inside one `BEGIN IMMEDIATE` transaction, committed when the
+        block ends and rolled back if it raises. Only one runs at a time in this process."""
+        async with self._write_lock:
+            db = self._writer
+            await _begin_immediate(db)
+            try:
+                yield db
+                await db.commit()
+            except BaseException:
+                await db.rollback()
+                raise
 
     # ------------------------------------------------------------------ helpers
 
@@ -563,6 +567,9 @@ class SQLiteStore:
         timestamp_raw = None if raw is None else str(raw)
         if timestamp_raw is not None:
             _check_encodable(f"{where}.timestamp", timestamp_raw)
+        # Identity is what was given: a turn re-sent without a timestamp (a client retrying
+        # after a lost answer, an import run again) is a duplicate, not a new turn "now".
+        identity = [speaker, text, timestamp]
         if timestamp is None:
             timestamp = _now()
         metadata = turn.metadata if turn.metadata is not None else {}
@@ -574,9 +581,7 @@ class SQLiteStore:
         except (TypeError, ValueError) as exc:
             raise InputError(f"{where}.metadata is not valid JSON: {exc}") from exc
         digest = hashlib.sha256(
-            json.dumps([speaker, text, timestamp], ensure_ascii=False).encode(
-                "utf-8", "surrogatepass"
-            )
+            json.dumps(identity, ensure_ascii=False).encode("utf-8", "surrogatepass")
         ).hexdigest()
         return _PreparedTurn(speaker, role, text, timestamp, timestamp_raw, metadata_json, digest)
 
@@ -672,8 +677,29 @@ async def _current_version(db: aiosqlite.Connection) -> int:
     return int(row[0]) if row and row[0] is not None else 0
 
 
+async def _begin_immediate(db: aiosqlite.Connection, attempts: int = 5) -> None:
+    """Take the database write lock. SQLite waits up to the busy timeout itself; the few
+    cases where it gives up at once (e.g. WAL recovery by another process) are retried."""
+    for attempt in range(1, attempts + 1):
+        try:
+            await db.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or attempt == attempts:
+                raise
+            log.info("database busy at BEGIN (attempt %d of %d): %s", attempt, attempts, exc)
+            await anyio.sleep(0.05 * 2**attempt)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)
+
+
 async def _migrate(db: aiosqlite.Connection) -> None:
-    await db.execute("BEGIN IMMEDIATE")
+    await _begin_immediate(db)
     try:
         version = await _current_version(db)
         latest = len(MIGRATIONS)
