@@ -31,6 +31,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     add_prf,
     add_speaker_bonus,
     context_text,
+    dense_query,
     idf_weighted,
     lexical_scores,
     ranking_text,
@@ -180,9 +181,10 @@ class RecallPipeline:
         want_bi = "bi_encoder" in learned or (cfg.dense and cfg.mode == "grep")
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder) if want_bi else None
         query_vector: np.ndarray | None = None
+        embedded_query = dense_query(query, corpus.speakers())
         if bi_encoder is not None and cfg.dense and cfg.dense_candidates > 0:
             query_vector = await anyio.to_thread.run_sync(
-                bi_encoder.embed_query, query, limiter=self._limiter
+                bi_encoder.embed_query, embedded_query, limiter=self._limiter
             )
             if cfg.mode == "grep" and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
                 await self._fill_vectors(corpus, bi_encoder)
@@ -243,6 +245,7 @@ class RecallPipeline:
             corpus,
             query_vector,
             [bm25[i] for i in chosen] if bm25 else None,
+            embedded_query,
         )
         warnings.extend(rank_warnings)
         timings.update({f"rank.{k}": v for k, v in rank_timings.items()})
@@ -269,6 +272,7 @@ class RecallPipeline:
         corpus: Corpus,
         query_vector: np.ndarray | None,
         bm25: list[float] | None,
+        embedded_query: str,
     ) -> tuple[list[Scored], list[str], list[str], dict[str, float]]:
         warnings: list[str] = []
         if not candidates:
@@ -292,7 +296,7 @@ class RecallPipeline:
         if bi_encoder is not None:
             qv = query_vector
             if qv is None:
-                qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, query)
+                qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, embedded_query)
             if use_bi:
                 vectors = await self._candidate_vectors(corpus, indices, bi_encoder)
                 jobs["bi_encoder"] = _constant((vectors @ qv).astype(float).tolist())

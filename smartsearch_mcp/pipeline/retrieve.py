@@ -5,8 +5,10 @@ date awareness and, when embeddings are cached, dense nearest neighbours."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -35,11 +37,23 @@ class Corpus:
     vector_model: str | None = None
     context: list[str] | None = None  # see `context_text`, filled by the pipeline
     context_vectors: np.ndarray | None = None
+    speaker_names: frozenset[str] | None = None
 
     @classmethod
     def build(cls, passages: list[Passage]) -> Corpus:
         texts = [ranking_text(p) for p in passages]
         return cls(passages=passages, texts=texts, lowered=[t.lower() for t in texts])
+
+    def speakers(self) -> frozenset[str]:
+        """The names of everyone who speaks in these passages (full names and first names)."""
+        if self.speaker_names is None:
+            names: set[str] = set()
+            for speaker in {p.turn.speaker for p in self.passages}:
+                if speaker and speaker.strip():
+                    names.add(speaker.strip())
+                    names.add(speaker.split()[0])
+            self.speaker_names = frozenset(names)
+        return self.speaker_names
 
     def corpus_stats(self) -> CorpusStats:
         if self.stats is None:
@@ -57,6 +71,37 @@ def context_text(previous: str | None, text: str) -> str:
     """A passage preceded by the end of the turn said just before it in its session: replies
     like "Yes, last weekend!" are embedded together with what they answer."""
     return f"{previous}\n{text}" if previous else text
+
+
+# Speaker labels that are roles, not people: "what did the assistant suggest" keeps them.
+ROLE_NAMES = frozenset({"user", "assistant", "system", "human", "ai", "bot", "me", "i", "you"})
+
+
+def dense_query(query: str, speakers: Sequence[str] | frozenset[str]) -> str:
+    """The query the bi-encoder embeds: the question without the names of the people who
+    speak in the conversation (and their possessive 's).
+
+    People do not name themselves: "What does Ann do to relax?" is answered by Ann's turn
+    "I go running", while the name pulls a sentence embedding towards turns that address
+    Ann ("Hey Ann!"). Who said a turn is matched by the lexical channel (speaker bonus)
+    instead. A query that would be left empty is kept whole.
+    """
+    pattern = _names_pattern(frozenset(speakers))
+    if pattern is None:
+        return query
+    stripped = " ".join(pattern.sub(" ", query).split())
+    return stripped if re.search(r"\w", stripped) else query
+
+
+@functools.lru_cache(maxsize=16)
+def _names_pattern(speakers: frozenset[str]) -> re.Pattern[str] | None:
+    names = sorted(
+        (n for n in speakers if n and n.lower() not in ROLE_NAMES), key=len, reverse=True
+    )
+    if not names:
+        return None
+    alternatives = "|".join(re.escape(n) for n in names)
+    return re.compile(r"\b(?:" + alternatives + r")(?:['’]s)?\b", re.IGNORECASE)
 
 
 def idf_weighted(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[WeightedTerm]:

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.pipeline.retrieve import select_candidates, top_indices
+from smartsearch_mcp.pipeline.retrieve import dense_query, select_candidates, top_indices
 
 
 def test_top_indices_takes_the_best_positive_scores_with_ties_to_the_lower_index() -> None:
@@ -80,3 +80,30 @@ def test_selection_is_bounded_unique_matched_and_deterministic(
     assert chosen == select_candidates(dict(reversed(channels.items())), quotas, total, 15)
     matched = sum(1 for i in range(len(rows)) if any(channels[n][i] > 0 for n in channels))
     assert len(chosen) == min(total, matched)
+
+
+def test_the_dense_query_drops_the_names_of_the_people_in_the_conversation() -> None:
+    speakers = frozenset({"Caroline", "Melanie Smith", "Melanie"})
+    assert dense_query("What does Melanie do to relax?", speakers) == "What does do to relax?"
+    assert dense_query("What is Caroline's job?", speakers) == "What is job?"
+    assert dense_query("when did melanie smith call caroline", speakers) == "when did call"
+
+
+def test_the_dense_query_keeps_other_names_roles_and_a_query_of_names_only() -> None:
+    speakers = frozenset({"Ann", "assistant", "user"})
+    assert dense_query("Where does Bob work?", speakers) == "Where does Bob work?"
+    assert dense_query("What did the assistant tell the user?", speakers) == (
+        "What did the assistant tell the user?"
+    )
+    assert dense_query("Annie and Ann", speakers) == "Annie and"
+    assert dense_query("Ann?", speakers) == "Ann?"
+    assert dense_query("anything", frozenset()) == "anything"
+
+
+@given(st.text(max_size=80), st.sets(st.text(min_size=1, max_size=12), max_size=5))
+def test_any_query_and_any_speaker_names_give_a_non_empty_dense_query(
+    query: str, speakers: set[str]
+) -> None:
+    out = dense_query(query, frozenset(speakers))
+    assert isinstance(out, str)
+    assert out == query or len(out) <= len(query)
