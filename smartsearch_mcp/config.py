@@ -78,7 +78,7 @@ class ModelsConfig:
     batch_size: int = 32
 
 
-RANKERS = ("cross_encoder", "colbert", "bi_encoder", "context", "bm25", "lexical")
+RANKERS = ("cross_encoder", "colbert", "bi_encoder", "context", "bm25", "lexical", "speaker")
 
 
 @dataclass(frozen=True)

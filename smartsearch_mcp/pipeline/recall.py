@@ -35,6 +35,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     idf_weighted,
     lexical_scores,
     ranking_text,
+    said_by_named,
     select_candidates,
     top_indices,
 )
@@ -246,6 +247,7 @@ class RecallPipeline:
             query_vector,
             [bm25[i] for i in chosen] if bm25 else None,
             embedded_query,
+            analysis,
         )
         warnings.extend(rank_warnings)
         timings.update({f"rank.{k}": v for k, v in rank_timings.items()})
@@ -273,6 +275,7 @@ class RecallPipeline:
         query_vector: np.ndarray | None,
         bm25: list[float] | None,
         embedded_query: str,
+        analysis: QueryAnalysis,
     ) -> tuple[list[Scored], list[str], list[str], dict[str, float]]:
         warnings: list[str] = []
         if not candidates:
@@ -307,12 +310,16 @@ class RecallPipeline:
                 jobs["context"] = _constant((context @ qv).astype(float).tolist())
         if bm25 is not None and "bm25" in self.config.rank.scorers:
             jobs["bm25"] = _constant(bm25)
+        if "speaker" in self.config.rank.scorers:
+            passages = [c.passage for c in candidates]
+            jobs["speaker"] = _constant(said_by_named(passages, analysis))
         for message in self.models.warnings:
             warnings.append(message)
         scores, errors, timings = await run_scorers(jobs, self._limiter)
         for name, error in errors.items():
             warnings.append(f"ranker {name} failed and was skipped: {error}")
-        use_lexical = "lexical" in self.config.rank.scorers or not scores
+        # The speaker prior alone cannot order passages: lexical scores join it then.
+        use_lexical = "lexical" in self.config.rank.scorers or not set(scores) - {"speaker"}
         if use_lexical:
             scores["lexical"] = [c.lexical_score for c in candidates]
             if "lexical" not in self.config.rank.scorers:

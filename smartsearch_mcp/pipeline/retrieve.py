@@ -167,23 +167,29 @@ def add_date_bonus(
     return out
 
 
-def add_speaker_bonus(
-    scores: list[float], passages: Sequence[Passage], analysis: QueryAnalysis, bonus: float
-) -> list[float]:
-    """Raise passages *said by* someone the question names ("What does Ann do to relax?"
-    is answered by Ann's own turns more often than by turns that mention her)."""
-    if bonus <= 0:
-        return scores
+def said_by_named(passages: Sequence[Passage], analysis: QueryAnalysis) -> list[float]:
+    """1.0 for each passage *said by* someone the question names, else 0.0 ("What does Ann do
+    to relax?" is answered by Ann's own turns more often than by turns that mention her)."""
     named = {e.text.lower() for e in analysis.entities}
     named |= {t.term for t in analysis.terms if t.kind in ("entity", "proper")}
     if not named:
-        return scores
-    out = list(scores)
-    for i, passage in enumerate(passages):
+        return [0.0] * len(passages)
+    out = []
+    for passage in passages:
         speaker = (passage.turn.speaker or "").lower()
-        if speaker and out[i] > 0 and (speaker in named or speaker.split()[0] in named):
-            out[i] += bonus
+        said = bool(speaker) and (speaker in named or speaker.split()[0] in named)
+        out.append(1.0 if said else 0.0)
     return out
+
+
+def add_speaker_bonus(
+    scores: list[float], passages: Sequence[Passage], analysis: QueryAnalysis, bonus: float
+) -> list[float]:
+    """Raise the lexical score of matching passages said by someone the question names."""
+    if bonus <= 0:
+        return scores
+    said = said_by_named(passages, analysis)
+    return [s + bonus if s > 0 and by else s for s, by in zip(scores, said, strict=True)]
 
 
 def top_indices(scores: Sequence[float] | np.ndarray, n: int, minimum: float = 0.0) -> list[int]:

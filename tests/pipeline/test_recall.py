@@ -310,3 +310,40 @@ async def test_the_context_ranker_reads_a_reply_with_the_turn_it_answers(store):
     # Only the speaker matches in the reply itself; its context (the question) matches more.
     assert by_text["The violin, since I was six."] > by_text["I like tea."]
     assert await pipeline.embed_backlog() == 0  # recall already cached every vector
+
+
+async def test_the_speaker_ranker_puts_what_a_named_person_said_first(store):
+    await store.remember(
+        "ns",
+        "s1",
+        [
+            TurnInput("Bo, do you still go running on weekends?", "Ann"),
+            TurnInput("Running on weekends keeps me sane.", "Bo"),
+        ],
+    )
+    scorers = {"bm25": None}
+    ranked = {}
+    for rankers in (["lexical"], ["lexical", "speaker"]):
+        config = _config(
+            # With two candidates and two rankers in opposite order, RRF ties; the prior
+            # weighs a little more here to decide.
+            rank={"scorers": rankers, "weights": {"speaker": 1.5}},
+            retrieval={"speaker_bonus": 0.0},
+            expansion={"enabled": False},
+        )
+        pipeline = RecallPipeline(store, config, FakeRegistry(scorers))  # type: ignore[arg-type]
+        ranking = await pipeline.rank("Does Bo go running on weekends?", SCOPE)
+        ranked[tuple(rankers)] = [s.candidate.passage.turn.speaker for s in ranking.scored]
+        assert ranking.rankers == sorted(rankers)
+    # The question's words match Ann's question better; Bo said the answer.
+    assert ranked[("lexical",)][0] == "Ann"
+    assert ranked[("lexical", "speaker")][0] == "Bo"
+
+
+async def test_the_speaker_prior_alone_never_orders_passages(store):
+    await _fill(store)
+    config = _config(rank={"scorers": ["speaker"]}, expansion={"enabled": False})
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("Where does Ann's sister Clara live?", SCOPE)
+    assert "lexical" in ranking.rankers
+    assert ranking.scored[0].candidate.passage.turn.text == "My sister Clara lives in Porto."

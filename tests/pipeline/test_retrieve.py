@@ -6,7 +6,14 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.pipeline.retrieve import dense_query, select_candidates, top_indices
+from smartsearch_mcp.pipeline.analyze import analyze_query
+from smartsearch_mcp.pipeline.retrieve import (
+    dense_query,
+    said_by_named,
+    select_candidates,
+    top_indices,
+)
+from smartsearch_mcp.types import Passage, Turn
 
 
 def test_top_indices_takes_the_best_positive_scores_with_ties_to_the_lower_index() -> None:
@@ -107,3 +114,27 @@ def test_any_query_and_any_speaker_names_give_a_non_empty_dense_query(
     out = dense_query(query, frozenset(speakers))
     assert isinstance(out, str)
     assert out == query or len(out) <= len(query)
+
+
+def test_passages_said_by_someone_the_question_names_are_marked() -> None:
+    def turn(speaker: str | None) -> Passage:
+        t = Turn(
+            id=1,
+            namespace="n",
+            session_id="s",
+            position=0,
+            speaker=speaker,
+            role="user",
+            text="hello",
+            timestamp=None,
+            timestamp_raw=None,
+            created_at="2024-01-01T00:00:00Z",
+            metadata={},
+            content_hash="h",
+        )
+        return Passage(turn=t, start=0, end=5)
+
+    passages = [turn("Ann Lee"), turn("Bo"), turn(None), turn("ann")]
+    analysis = analyze_query("What does Ann do to relax?", None)
+    assert said_by_named(passages, analysis) == [1.0, 0.0, 0.0, 1.0]
+    assert said_by_named(passages, analyze_query("what is for dinner", None)) == [0.0] * 4
