@@ -445,8 +445,10 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
         limit = config.store.max_turns_per_call
         try:
             progress = _progress(args.no_progress, f"importing {path.name}")
+            explicit = resolve_namespace(args) if args.namespace else None
             for imported in read_sessions(path, args.fmt):
-                namespace = imported.namespace or resolve_namespace(args)
+                # An explicit --namespace wins over one the file (or transcript) carries.
+                namespace = explicit or imported.namespace or resolve_namespace(args)
                 turns = imported.session.turns
                 if not turns:
                     continue

@@ -91,6 +91,19 @@ def test_importing_the_same_file_twice_skips_duplicates(env, capsys):
     assert "imported 0 turns" in capsys.readouterr().err
 
 
+def test_an_explicit_namespace_wins_over_the_one_an_import_file_names(env, capsys):
+    source = FIXTURES / "exports" / "turns.jsonl"
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert main(["stats", "--json"]) == 0
+    from_file = set(json.loads(capsys.readouterr().out)["namespaces"])
+    assert "archive" not in from_file
+    other = ["--db", str(env / "other.db")]
+    args = ["import", str(source), "--format", "jsonl", "--no-progress", "--namespace", "archive"]
+    assert main([*args, *other]) == 0
+    assert main(["stats", "--json", *other]) == 0
+    assert set(json.loads(capsys.readouterr().out)["namespaces"]) == {"archive"}
+
+
 def test_recall_prints_sessions_with_dates_and_json_on_request(env, capsys):
     main(
         [
@@ -99,8 +112,6 @@ def test_recall_prints_sessions_with_dates_and_json_on_request(env, capsys):
             "--format",
             "jsonl",
             "--no-progress",
-            "--namespace",
-            "ignored-when-file-names-one",
         ]
     )
     capsys.readouterr()
