@@ -21,6 +21,7 @@ from smartsearch_mcp.pipeline.analyze import (
     QueryAnalysis,
     WeightedTerm,
     clean_entity_text,
+    distinct_words,
     extract_entities_rules,
     is_stopword,
     light_stem,
@@ -193,16 +194,30 @@ class CorpusStats:
 
     @classmethod
     def from_texts(
-        cls, texts: Iterable[str], vocabulary: Collection[str] | None = None
+        cls,
+        texts: Sequence[str],
+        vocabulary: Collection[str] | None = None,
+        max_texts: int | None = None,
     ) -> CorpusStats:
-        """Count, for each word (or each word of `vocabulary`), the texts containing it."""
+        """Count, for each word (or each word of `vocabulary`), the texts containing it.
+
+        With `max_texts`, larger corpora are estimated from that many evenly spaced texts
+        (counts scaled to the whole): idf needs proportions, not exact counts, and tokenizing
+        every text of a large scope on each query would dominate recall.
+        """
         counts: Counter[str] = Counter()
         wanted = set(vocabulary) if vocabulary is not None else None
-        total = 0
+        total = len(texts)
+        step = 1.0
+        if max_texts is not None and 0 < max_texts < total:
+            step = total / max_texts
+            texts = [texts[int(i * step)] for i in range(max_texts)]
         for text in texts:
-            total += 1
-            words = set(tokenize_words(text))
+            words = distinct_words(text)
             counts.update(words if wanted is None else words & wanted)
+        if step > 1.0:
+            scaled = {w: min(total, max(1, round(c * step))) for w, c in counts.items()}
+            return cls(doc_freq=scaled, total_docs=total)
         return cls(doc_freq=dict(counts), total_docs=total)
 
 
@@ -350,7 +365,12 @@ def _entities_of(texts: Sequence[str], nlp: Any | None) -> Iterable[list[tuple[s
         for text in texts:
             yield [(e.text, e.label) for e in extract_entities_rules(text) if e.label != "QUOTED"]
         return
-    for doc in nlp.pipe(texts):
+    # Only the entity recognizer is needed here: the tagger, parser and lemmatizer would
+    # more than double the time (en_core_web_sm's NER has its own token encoder).
+    names = list(getattr(nlp, "pipe_names", ()))
+    others = [name for name in names if name != "ner"] if "ner" in names else []
+    docs = nlp.pipe(texts, disable=others) if others else nlp.pipe(texts)
+    for doc in docs:
         yield [
             (clean_entity_text(ent.text), ent.label_)
             for ent in doc.ents

@@ -34,7 +34,7 @@ def split_into_passages(turn: Turn, max_words: int, overlap_words: int) -> list[
             f"overlap_words={overlap_words}"
         )
     text = turn.text
-    if sum(1 for _ in _WORD_RE.finditer(text)) <= max_words:
+    if len(_WORD_RE.findall(text)) <= max_words:
         return [Passage(turn=turn, start=0, end=len(text))]
     units = _units(text, max_words)
     return [
@@ -54,10 +54,11 @@ def _units(text: str, max_words: int) -> list[tuple[int, int, int]]:
     for start, end in itertools.pairwise(cuts):
         if end <= start:
             continue
-        words = [m.start() for m in _WORD_RE.finditer(text, start, end)]
-        if len(words) <= max_words:
-            units.append((start, end, len(words)))
+        count = len(_WORD_RE.findall(text, start, end))
+        if count <= max_words:
+            units.append((start, end, count))
             continue
+        words = [m.start() for m in _WORD_RE.finditer(text, start, end)]
         bounds = [start, *words[1:], end]
         units.extend((a, b, 1) for a, b in itertools.pairwise(bounds))
     return units

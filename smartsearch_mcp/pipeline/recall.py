@@ -26,6 +26,7 @@ from smartsearch_mcp.pipeline.expand import expand_entities
 from smartsearch_mcp.pipeline.passages import split_into_passages
 from smartsearch_mcp.pipeline.rank import ScoreJob, add_session_support, fuse, run_scorers
 from smartsearch_mcp.pipeline.retrieve import (
+    QUERY_STATS_SAMPLE,
     Corpus,
     add_date_bonus,
     add_prf,
@@ -338,9 +339,12 @@ class RecallPipeline:
         cfg = self.config.retrieval
         if "bm25" not in self.config.rank.scorers and cfg.bm25_candidates <= 0:
             return []
-        match = fts_any(t.term for t in analysis.terms if t.kind != "variant")
-        hits = await self.store.search_fts(match, scope, max(cfg.max_candidates, 200) * 2)
-        by_turn = dict(hits)
+        if corpus.bm25 is not None:  # indexed mode: the corpus came from this very search
+            by_turn = corpus.bm25
+        else:
+            match = fts_any(t.term for t in analysis.terms if t.kind != "variant")
+            hits = await self.store.search_fts(match, scope, max(cfg.max_candidates, 200) * 2)
+            by_turn = dict(hits)
         return [by_turn.get(p.turn.id, 0.0) for p in corpus.passages]
 
     async def _scope_corpus(self, scope: Scope) -> Corpus:
@@ -361,7 +365,10 @@ class RecallPipeline:
         match = fts_any(term.term for term in analysis.terms)
         hits = await self.store.search_fts(match, scope, self.config.retrieval.max_candidates * 3)
         turns = await self.store.get_turns([turn_id for turn_id, _ in hits])
-        return Corpus.build(self._passages(turns))
+        corpus = Corpus.build(self._passages(turns))
+        corpus.bm25 = dict(hits)
+        corpus.stats_sample = QUERY_STATS_SAMPLE
+        return corpus
 
     def _passages(self, turns: Sequence[Turn]) -> list[Passage]:
         cfg = self.config.passages

@@ -23,6 +23,10 @@ from smartsearch_mcp.types import Passage
 # two-person chat) still counts a little.
 MIN_IDF_SHARE = 0.15
 DATE_BONUS = 1.0
+# Word document frequencies (for PRF) are estimated from at most this many passages: a
+# scope's corpus is cached (counted once), a per-query corpus (indexed mode) is not.
+STATS_SAMPLE = 20_000
+QUERY_STATS_SAMPLE = 500
 
 
 @dataclass
@@ -38,6 +42,8 @@ class Corpus:
     context: list[str] | None = None  # see `context_text`, filled by the pipeline
     context_vectors: np.ndarray | None = None
     speaker_names: frozenset[str] | None = None
+    bm25: dict[int, float] | None = None  # turn id -> FTS5 BM25, when the index chose them
+    stats_sample: int = STATS_SAMPLE
 
     @classmethod
     def build(cls, passages: list[Passage]) -> Corpus:
@@ -57,7 +63,7 @@ class Corpus:
 
     def corpus_stats(self) -> CorpusStats:
         if self.stats is None:
-            self.stats = CorpusStats.from_texts(self.lowered)
+            self.stats = CorpusStats.from_texts(self.lowered, max_texts=self.stats_sample)
         return self.stats
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import re
 from datetime import datetime
 from typing import Any
@@ -261,6 +262,16 @@ def test_prf_returns_nothing_without_top_texts_or_terms() -> None:
 def test_corpus_stats_count_documents_not_occurrences() -> None:
     stats = CorpusStats.from_texts(["lake lake lake", "the lake", "home"], vocabulary={"lake"})
     assert stats == CorpusStats(doc_freq={"lake": 2}, total_docs=3)
+
+
+def test_corpus_stats_of_a_large_corpus_are_estimated_from_an_even_sample() -> None:
+    draw = random.Random(0)
+    texts = [("lake " if draw.random() < 0.25 else "") + f"word{i % 10}" for i in range(1000)]
+    exact = CorpusStats.from_texts(texts)
+    sampled = CorpusStats.from_texts(texts, max_texts=100)
+    assert sampled.total_docs == exact.total_docs == 1000
+    assert abs(sampled.doc_freq["lake"] - exact.doc_freq["lake"]) <= 60
+    assert CorpusStats.from_texts(texts[:50], max_texts=100) == CorpusStats.from_texts(texts[:50])
 
 
 # --- entity discovery -----------------------------------------------------------------------------
