@@ -152,6 +152,35 @@ async def test_fts_index_stays_in_step_with_turns(store):
     assert await store.integrity_check() == []
 
 
+async def test_fts_search_is_exact_for_a_small_scope_inside_a_large_memory(store):
+    # The index's best rows all belong to another namespace: the scoped search must still
+    # return the scope's own best matches, best first.
+    await store.remember("big", "s", [TurnInput(f"apple {i}") for i in range(40)])
+    small = await store.remember(
+        "small",
+        "s",
+        [
+            TurnInput("an apple " + "filler " * 5),
+            TurnInput("apple apple " + "filler " * 40),
+            TurnInput("an apple " + "filler " * 80),
+        ],
+    )
+    hits = await store.search_fts(fts_any(["apple"]), Scope(("small",)), 2)
+    assert [turn_id for turn_id, _ in hits] == small.ids[:2]
+    assert hits[0][1] >= hits[1][1]
+    everything = await store.search_fts(fts_any(["apple"]), Scope(("big", "small")), 100)
+    assert len(everything) == 43
+
+
+async def test_fts_doc_counts_and_turn_count_estimate(store):
+    assert await store.turn_count_estimate() == 0
+    await store.remember("a", "s", [TurnInput("red fox"), TurnInput("red hen")])
+    await store.remember("b", "s", [TurnInput("blue fox")])
+    counts = await store.fts_doc_counts(['"red"', '"fox"', '"owl"'])
+    assert counts == {'"red"': 2, '"fox"': 2, '"owl"': 0}
+    assert await store.turn_count_estimate() >= 3
+
+
 async def test_scope_filters_by_session_and_dates(store):
     await store.remember("ns", "s1", [TurnInput("old", timestamp="2020-01-01")])
     await store.remember("ns", "s2", [TurnInput("new", timestamp="2024-01-01")])

@@ -42,7 +42,7 @@ from smartsearch_mcp.pipeline.retrieve import (
 )
 from smartsearch_mcp.pipeline.truncate import truncate_to_budget
 from smartsearch_mcp.store import MemoryStore
-from smartsearch_mcp.store.queries import fts_any
+from smartsearch_mcp.store.queries import fts_any, fts_quote
 from smartsearch_mcp.store.sqlite import CONTEXT_SUFFIX
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
 from smartsearch_mcp.types import Candidate, Hop, Passage, RecallResult, Scope, Scored, Turn
@@ -57,6 +57,10 @@ EMBED_BATCH = 256
 CACHED_SCOPES = 8
 PASSAGE_CACHE_TURNS = 500_000
 ENTITY_CACHE_TEXTS = 100_000
+# Indexed mode, memories of at least PRUNE_FROM_TURNS turns: query terms found in more than
+# COMMON_TERM_SHARE of the turns are left out of the index query while rarer ones remain.
+PRUNE_FROM_TURNS = 50_000
+COMMON_TERM_SHARE = 0.02
 
 
 @dataclass(frozen=True)
@@ -362,13 +366,31 @@ class RecallPipeline:
         return corpus
 
     async def _indexed_corpus(self, analysis: QueryAnalysis, scope: Scope) -> Corpus:
-        match = fts_any(term.term for term in analysis.terms)
+        match = await self._selective_match([term.term for term in analysis.terms])
         hits = await self.store.search_fts(match, scope, self.config.retrieval.max_candidates * 3)
         turns = await self.store.get_turns([turn_id for turn_id, _ in hits])
         corpus = Corpus.build(self._passages(turns))
         corpus.bm25 = dict(hits)
         corpus.stats_sample = QUERY_STATS_SAMPLE
         return corpus
+
+    async def _selective_match(self, terms: Sequence[str]) -> str:
+        """The FTS5 query of the indexed mode: any of `terms`, leaving out, in a large memory,
+        those found in more than `COMMON_TERM_SHARE` of all turns while rarer ones remain.
+
+        Ranking the matches of a word in every tenth turn costs seconds over a million turns
+        and hardly changes which turns come first (BM25 weighs such a word near zero); the
+        candidates are scored with every term afterwards anyway.
+        """
+        phrases = list(dict.fromkeys(p for p in map(fts_quote, terms) if p is not None))
+        total = await self.store.turn_count_estimate()
+        if len(phrases) < 2 or total < PRUNE_FROM_TURNS:
+            return " OR ".join(phrases)
+        counts = await self.store.fts_doc_counts(phrases)
+        selective = [p for p in phrases if counts[p] <= COMMON_TERM_SHARE * total]
+        if not selective:
+            selective = sorted(phrases, key=lambda p: counts[p])[:2]
+        return " OR ".join(selective)
 
     def _passages(self, turns: Sequence[Turn]) -> list[Passage]:
         cfg = self.config.passages

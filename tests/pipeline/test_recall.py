@@ -347,3 +347,25 @@ async def test_the_speaker_prior_alone_never_orders_passages(store):
     ranking = await pipeline.rank("Where does Ann's sister Clara live?", SCOPE)
     assert "lexical" in ranking.rankers
     assert ranking.scored[0].candidate.passage.turn.text == "My sister Clara lives in Porto."
+
+
+async def test_indexed_mode_leaves_words_common_in_a_large_memory_out_of_the_index_query(
+    store, monkeypatch
+):
+    import smartsearch_mcp.pipeline.recall as recall_module
+
+    await store.remember("ns", "s1", [TurnInput(f"the garden plot number {i}") for i in range(60)])
+    await store.remember("ns", "s2", [TurnInput("a zebra crossed the garden")])
+    config = _config(
+        rank={"scorers": ["lexical"]},
+        retrieval={"mode": "indexed", "prf_docs": 0},
+        expansion={"enabled": False},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    everything = await pipeline.rank("garden zebra", SCOPE)
+    assert len(everything.candidates) == 61
+    monkeypatch.setattr(recall_module, "PRUNE_FROM_TURNS", 10)
+    pruned = await pipeline.rank("garden zebra", SCOPE)
+    assert [c.passage.turn.text for c in pruned.candidates] == ["a zebra crossed the garden"]
+    # A query of common words only keeps its rarest ones.
+    assert len((await pipeline.rank("garden plot", SCOPE)).candidates) > 0
