@@ -9,18 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from servers import LEXICAL_TOML
 
 from smartsearch_mcp.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
-LEXICAL_TOML = """
-[nlp]
-spacy_models = []
-[retrieval]
-dense = false
-[rank]
-scorers = ["lexical"]
-"""
 
 
 @pytest.fixture

@@ -4,29 +4,17 @@ from __future__ import annotations
 
 import itertools
 
+from factories import make_passage
 from hypothesis import given
 from hypothesis import strategies as st
 
 from smartsearch_mcp.pipeline.rank import add_session_support, fuse
-from smartsearch_mcp.types import Candidate, Passage, Scored, Turn
+from smartsearch_mcp.types import Candidate, Scored
 
 
 def candidate(turn_id: int, session: str, lexical: float = 1.0) -> Candidate:
-    turn = Turn(
-        id=turn_id,
-        namespace="default",
-        session_id=session,
-        position=turn_id,
-        speaker=None,
-        role="user",
-        text=f"turn {turn_id}",
-        timestamp=None,
-        timestamp_raw=None,
-        created_at="2024-01-01T00:00:00Z",
-        metadata={},
-        content_hash=str(turn_id),
-    )
-    return Candidate(passage=Passage(turn=turn, start=0, end=6), lexical_score=lexical)
+    passage = make_passage(turn_id, f"turn {turn_id}", session_id=session)
+    return Candidate(passage=passage, lexical_score=lexical)
 
 
 def scored(*items: tuple[int, str, float]) -> list[Scored]:

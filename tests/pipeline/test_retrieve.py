@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from factories import make_passage
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -13,7 +14,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     select_candidates,
     top_indices,
 )
-from smartsearch_mcp.types import Passage, Turn
+from smartsearch_mcp.types import Passage
 
 
 def test_top_indices_takes_the_best_positive_scores_with_ties_to_the_lower_index() -> None:
@@ -118,21 +119,7 @@ def test_any_query_and_any_speaker_names_give_a_non_empty_dense_query(
 
 def test_passages_said_by_someone_the_question_names_are_marked() -> None:
     def turn(speaker: str | None) -> Passage:
-        t = Turn(
-            id=1,
-            namespace="n",
-            session_id="s",
-            position=0,
-            speaker=speaker,
-            role="user",
-            text="hello",
-            timestamp=None,
-            timestamp_raw=None,
-            created_at="2024-01-01T00:00:00Z",
-            metadata={},
-            content_hash="h",
-        )
-        return Passage(turn=t, start=0, end=5)
+        return make_passage(1, "hello", speaker=speaker)
 
     passages = [turn("Ann Lee"), turn("Bo"), turn(None), turn("ann")]
     analysis = analyze_query("What does Ann do to relax?", None)

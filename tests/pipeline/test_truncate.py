@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from factories import make_passage
 from hypothesis import given
 from hypothesis import strategies as st
 
 from smartsearch_mcp.pipeline.truncate import Truncation, truncate_to_budget
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
-from smartsearch_mcp.types import Candidate, Passage, Scored, Turn
+from smartsearch_mcp.types import Candidate, Scored
 
 
 class WordCounter:
@@ -33,21 +34,7 @@ WORDS = WordCounter()
 
 
 def make_scored(text: str, score: float, turn_id: int = 1) -> Scored:
-    turn = Turn(
-        id=turn_id,
-        namespace="default",
-        session_id="s1",
-        position=turn_id,
-        speaker=None,
-        role="user",
-        text=text,
-        timestamp=None,
-        timestamp_raw=None,
-        created_at="2024-01-01T00:00:00Z",
-        metadata={},
-        content_hash=str(turn_id),
-    )
-    passage = Passage(turn=turn, start=0, end=len(text))
+    passage = make_passage(turn_id, text)
     return Scored(candidate=Candidate(passage=passage, lexical_score=1.0), score=score)
 
 
