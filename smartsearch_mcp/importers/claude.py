@@ -114,12 +114,20 @@ def _message_text(message: dict[str, Any]) -> str:
     text = message.get("text")
     if isinstance(text, str) and text.strip():
         return text
-    blocks = message.get("content")
-    if not isinstance(blocks, list):
+    content = message.get("content")
+    return content_text(content) if isinstance(content, list) else ""
+
+
+def content_text(content: Any) -> str:
+    """The text of a message's `content`: the string itself, or its non-empty text blocks
+    joined (Claude.ai exports and Claude Code transcripts share this shape)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
         return ""
     return "\n\n".join(
         block["text"]
-        for block in blocks
+        for block in content
         if isinstance(block, dict)
         and block.get("type") == "text"
         and isinstance(block.get("text"), str)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smartsearch_mcp.importers.claude import content_text
 from smartsearch_mcp.namespaces import project_namespace
 from smartsearch_mcp.types import InputError, SessionInput, TurnInput
 
@@ -128,20 +129,4 @@ def _line_turn(record: Any) -> TranscriptTurn | None:
             timestamp=timestamp if isinstance(timestamp, str) and timestamp else None,
             metadata=metadata,
         ),
-    )
-
-
-def content_text(content: Any) -> str:
-    """The text of `message.content`: the string itself, or its text blocks joined."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    return "\n\n".join(
-        block["text"]
-        for block in content
-        if isinstance(block, dict)
-        and block.get("type") == "text"
-        and isinstance(block.get("text"), str)
-        and block["text"].strip()
     )
