@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 from mcp import Client, StdioServerParameters
+from servers import http_server
 
 from smartsearch_mcp.importers.locomo import load_locomo
 
@@ -105,57 +105,14 @@ async def test_stdout_carries_only_protocol_messages_even_with_debug_logging(tmp
             assert not recalled.is_error
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_streamable_http_transport_serves_the_same_tools(tmp_path):
-    import subprocess
-
-    import httpx
-
-    port = _free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "smartsearch_mcp",
-            "serve",
-            "--http",
-            "--port",
-            str(port),
-            "--db",
-            str(tmp_path / "m.db"),
-            "--config",
-            "offline",
-            "--no-preload",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
-    try:
+    async with http_server(tmp_path / "m.db", Path("offline")) as (base, process):
         with anyio.fail_after(120):
-            while True:
-                try:
-                    async with httpx.AsyncClient() as http:
-                        await http.get(f"http://127.0.0.1:{port}/mcp")
-                    break
-                except httpx.TransportError:
-                    assert process.poll() is None, process.stderr.read() if process.stderr else ""
-                    await anyio.sleep(0.2)
-            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+            async with Client(f"{base}/mcp") as client:
                 stored = await client.call_tool(
                     "remember", {"text": "The wifi password is tulip42."}
                 )
                 assert not stored.is_error
                 found = await client.call_tool("recall", {"query": "wifi password"})
                 assert "tulip42" in found.structured_content["passages"][0]["text"]
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
     assert process.stdout is not None and process.stdout.read() == b""
