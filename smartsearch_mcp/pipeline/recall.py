@@ -203,8 +203,7 @@ class RecallPipeline:
             channels["dense"] = corpus.vectors @ query_vector
             quotas["dense"] = cfg.dense_candidates
             if "context" in self.config.rank.scorers:
-                everything = list(range(len(corpus.passages)))
-                context = await self._context_vectors(corpus, everything, bi_encoder)
+                context = await self._fill_context_vectors(corpus, bi_encoder)
                 channels["context"] = context @ query_vector
                 quotas["context"] = cfg.dense_candidates
         exp = self.config.expansion
@@ -461,10 +460,8 @@ class RecallPipeline:
         """Vectors of the passages with the turn before them (see `context_text`)."""
         if corpus.context is None:
             corpus.context = await self._context_texts(corpus.passages, corpus.texts)
-        if corpus.context_vectors is None and self.config.retrieval.mode == "grep":
-            corpus.context_vectors = await self._vectors_for(
-                corpus.passages, corpus.context, bi_encoder, CONTEXT_SUFFIX
-            )
+        if self.config.retrieval.mode == "grep":
+            await self._fill_context_vectors(corpus, bi_encoder)
         if corpus.context_vectors is not None:
             return corpus.context_vectors[indices]
         return await self._vectors_for(
@@ -473,6 +470,16 @@ class RecallPipeline:
             bi_encoder,
             CONTEXT_SUFFIX,
         )
+
+    async def _fill_context_vectors(self, corpus: Corpus, bi_encoder: Any) -> np.ndarray:
+        """The context vectors of every passage of `corpus` (cached on it)."""
+        if corpus.context_vectors is None:
+            if corpus.context is None:
+                corpus.context = await self._context_texts(corpus.passages, corpus.texts)
+            corpus.context_vectors = await self._vectors_for(
+                corpus.passages, corpus.context, bi_encoder, CONTEXT_SUFFIX
+            )
+        return corpus.context_vectors
 
     async def _context_texts(self, passages: Sequence[Passage], texts: Sequence[str]) -> list[str]:
         previous = await self.store.previous_turns(
