@@ -15,6 +15,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -160,6 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     imp.add_argument("--no-progress", action="store_true")
     imp.set_defaults(handler=_cmd_import)
+
+    embed = sub.add_parser(
+        "embed",
+        parents=[common],
+        help="embed stored turns for dense ranking now (a running server does it in the "
+        "background)",
+    )
+    embed.add_argument("--no-progress", action="store_true")
+    embed.set_defaults(handler=_cmd_embed)
 
     exp = sub.add_parser("export", parents=[common], help="export turns as JSONL")
     exp.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
@@ -470,6 +480,38 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
             f"({skipped} duplicates skipped) into {memory.store.path}",
             file=sys.stderr,
         )
+        if stored and memory.pipeline.embedding_variants():
+            print(
+                "dense ranking needs the new turns embedded: a running server does it in the "
+                "background; `smartsearch-mcp embed` does it now (recall works meanwhile, "
+                "ranking them by lexical signals)",
+                file=sys.stderr,
+            )
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_embed(args: argparse.Namespace, config: Config) -> int:
+    async def run() -> int:
+        memory = await _open_memory(args, config)
+        try:
+            backlog = await memory.pipeline.embedding_backlog()
+            if backlog is None:
+                print(
+                    f"nothing to embed: config {config.source} uses no bi-encoder, or it "
+                    "cannot be loaded (see `smartsearch-mcp models`)",
+                    file=sys.stderr,
+                )
+                return 0
+            progress = _progress(args.no_progress, "embedding", total=backlog)
+            started = time.perf_counter()
+            count = await memory.pipeline.embed_backlog(progress=progress.update)
+            progress.close()
+        finally:
+            await memory.close()
+        seconds = time.perf_counter() - started
+        print(f"embedded {count} passages in {seconds:.1f} s", file=sys.stderr)
         return 0
 
     return anyio.run(run)
@@ -705,12 +747,12 @@ class _NoProgress:
         pass
 
 
-def _progress(disabled: bool, description: str) -> Any:
+def _progress(disabled: bool, description: str, total: int | None = None) -> Any:
     if disabled:
         return _NoProgress()
     from tqdm import tqdm
 
-    return tqdm(desc=description, unit=" turns", file=sys.stderr, disable=None)
+    return tqdm(total=total, desc=description, unit=" turns", file=sys.stderr, disable=None)
 
 
 if __name__ == "__main__":

@@ -91,6 +91,10 @@ class RankConfig:
     # session_top passages of its session (0 disables).
     session_weight: float = 0.0
     session_top: int = 3
+    # A recall embeds at most this many passages that have no cached vector yet; the rest
+    # are left to the background embedding (dense ranking skips them meanwhile), so a recall
+    # right after a large import does not wait minutes for the bi-encoder.
+    embed_on_recall: int = 64
 
     def __post_init__(self) -> None:
         for name in (*self.scorers, *self.weights):
@@ -104,6 +108,8 @@ class RankConfig:
             )
         if not self.session_weight >= 0:
             raise ConfigError("config key rank.session_weight must not be negative")
+        if self.embed_on_recall < 0:
+            raise ConfigError("config key rank.embed_on_recall must not be negative")
 
 
 @dataclass(frozen=True)

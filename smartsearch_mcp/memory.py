@@ -6,6 +6,7 @@ exactly the code path an agent uses.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -49,6 +50,9 @@ class Memory:
         self.namespace = check_name("namespace", namespace)
         self.pipeline = RecallPipeline(store, config, models)
         self._new_turns = anyio.Event()
+        # Turns stored by other processes (hooks, imports) reach the background embedding
+        # when a recall meets them unembedded.
+        self.pipeline.on_backlog = self._new_turns_stored
 
     @classmethod
     async def open(
@@ -87,8 +91,11 @@ class Memory:
         result = await self.store.remember(self.resolve_namespace(namespace), session_id, turns)
         self.pipeline.invalidate()
         if result.stored:
-            self._new_turns.set()
+            self._new_turns_stored()
         return result
+
+    def _new_turns_stored(self) -> None:
+        self._new_turns.set()
 
     async def index_in_background(self) -> None:
         """Embed new turns for dense retrieval whenever `remember` stored some; run as a
@@ -137,7 +144,23 @@ class Memory:
         )
         if scope.since and scope.until and scope.since >= scope.until:
             raise InputError("since must be earlier than until")
-        return await self.pipeline.recall(query, scope, budget, reference)
+        result = await self.pipeline.recall(query, scope, budget, reference)
+        if not result.passages and (hint := await self._elsewhere_hint(scope.namespaces)):
+            result = dataclasses.replace(result, warnings=[*result.warnings, hint])
+        return result
+
+    async def _elsewhere_hint(self, namespaces: Sequence[str]) -> str | None:
+        """When the searched namespaces are empty but others are not, say where turns are:
+        an import into one namespace and a recall from another find nothing silently."""
+        counts = await self.store.namespaces()
+        if not counts or any(counts.get(ns) for ns in namespaces):
+            return None
+        biggest = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:5]
+        listed = ", ".join(f"{ns!r} ({count} turns)" for ns, count in biggest)
+        return (
+            f"namespace {', '.join(map(repr, namespaces))} holds no turns; this memory holds "
+            f"{listed} — pass the namespace to search (CLI: --namespace NAME)"
+        )
 
     async def grep(
         self,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -58,8 +59,9 @@ def fuse(
     if not names:
         fused = [c.lexical_score for c in candidates]
     elif len(names) == 1:
-        # One ranker: its own scores are more informative than a rank transform.
-        fused = list(scores[names[0]])
+        # One ranker: its own scores are more informative than a rank transform (NaN, a
+        # passage the ranker could not score, sorts last).
+        fused = [-math.inf if math.isnan(v) else float(v) for v in scores[names[0]]]
     else:
         fused = reciprocal_rank_fusion({n: scores[n] for n in names}, k=rrf_k, weights=weights)
     scored = [

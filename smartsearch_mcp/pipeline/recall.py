@@ -10,7 +10,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -63,6 +63,33 @@ PRUNE_FROM_TURNS = 50_000
 COMMON_TERM_SHARE = 0.02
 
 
+@dataclass
+class EmbedBudget:
+    """How many passages without a cached vector one recall may still embed itself.
+
+    A whole scope's missing vectors are embedded only if they all fit (`partial=False`);
+    otherwise the budget is kept for the candidates (`partial=True`). Passages left out are
+    scored without dense signals and reported, never waited for.
+    """
+
+    remaining: int
+    skipped: set[tuple[int, int]] = field(default_factory=set)
+
+    def allow(self, wanted: int, *, partial: bool) -> int:
+        granted = wanted if wanted <= self.remaining else (self.remaining if partial else 0)
+        self.remaining -= granted
+        return granted
+
+    def warning(self) -> str | None:
+        if not self.skipped:
+            return None
+        return (
+            f"{len(self.skipped)} passage(s) are not embedded yet, so dense ranking left them "
+            "out (lexical ranking still covers them); the server embeds new turns in the "
+            "background, `smartsearch-mcp embed` does it now"
+        )
+
+
 @dataclass(frozen=True)
 class Ranking:
     """Stages 1–4 for one query: every candidate, scored and sorted best first."""
@@ -91,6 +118,9 @@ class RecallPipeline:
         # (and across corpora, which the indexed mode builds per query).
         self._passage_cache: OrderedDict[tuple[int, str], list[Passage]] = OrderedDict()
         self._entity_cache: dict[str, list[tuple[str, str]]] = {}
+        # Called when a recall met passages it could not embed within its budget (the
+        # server wakes its background embedding: turns may come from other processes).
+        self.on_backlog: Callable[[], None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -163,6 +193,7 @@ class RecallPipeline:
         timings: dict[str, float] = {}
         warnings: list[str] = []
         clock = time.perf_counter()
+        budget = EmbedBudget(self.config.rank.embed_on_recall)
 
         nlp = None
         if self.config.nlp.spacy_models:
@@ -193,7 +224,7 @@ class RecallPipeline:
                 bi_encoder.embed_query, embedded_query, limiter=self._limiter
             )
             if cfg.mode == "grep" and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
-                await self._fill_vectors(corpus, bi_encoder)
+                await self._fill_vectors(corpus, bi_encoder, budget)
         channels: dict[str, Any] = {"lexical": scores}
         quotas = {"lexical": cfg.lexical_candidates}
         if bm25:
@@ -203,7 +234,7 @@ class RecallPipeline:
             channels["dense"] = corpus.vectors @ query_vector
             quotas["dense"] = cfg.dense_candidates
             if "context" in self.config.rank.scorers:
-                context = await self._fill_context_vectors(corpus, bi_encoder)
+                context = await self._fill_context_vectors(corpus, bi_encoder, budget)
                 channels["context"] = context @ query_vector
                 quotas["context"] = cfg.dense_candidates
         exp = self.config.expansion
@@ -252,8 +283,13 @@ class RecallPipeline:
             [bm25[i] for i in chosen] if bm25 else None,
             embedded_query,
             analysis,
+            budget,
         )
         warnings.extend(rank_warnings)
+        if (message := budget.warning()) is not None:
+            warnings.append(message)
+            if self.on_backlog is not None:
+                self.on_backlog()
         timings.update({f"rank.{k}": v for k, v in rank_timings.items()})
         _lap(timings, "rank", clock)
         return Ranking(
@@ -280,6 +316,7 @@ class RecallPipeline:
         bm25: list[float] | None,
         embedded_query: str,
         analysis: QueryAnalysis,
+        budget: EmbedBudget,
     ) -> tuple[list[Scored], list[str], list[str], dict[str, float]]:
         warnings: list[str] = []
         if not candidates:
@@ -305,12 +342,12 @@ class RecallPipeline:
             if qv is None:
                 qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, embedded_query)
             if use_bi:
-                vectors = await self._candidate_vectors(corpus, indices, bi_encoder)
+                vectors = await self._candidate_vectors(corpus, indices, bi_encoder, budget)
                 jobs["bi_encoder"] = _constant((vectors @ qv).astype(float).tolist())
                 if degrade:
                     warnings.append("configured rankers unavailable; ranked with the bi-encoder")
             if use_context:
-                context = await self._context_vectors(corpus, indices, bi_encoder)
+                context = await self._context_vectors(corpus, indices, bi_encoder, budget)
                 jobs["context"] = _constant((context @ qv).astype(float).tolist())
         if bm25 is not None and "bm25" in self.config.rank.scorers:
             jobs["bm25"] = _constant(bm25)
@@ -408,22 +445,77 @@ class RecallPipeline:
 
     # ------------------------------------------------------------------ embeddings
 
-    async def _fill_vectors(self, corpus: Corpus, bi_encoder: Any) -> None:
-        """Give `corpus` a vector per passage: cached ones from the store, the rest embedded
-        now (and cached)."""
-        if corpus.vectors is not None and corpus.vector_model == bi_encoder.model_id:
-            return
-        corpus.vectors = await self._vectors_for(corpus.passages, corpus.texts, bi_encoder)
-        corpus.vector_model = bi_encoder.model_id
+    async def _fill_vectors(self, corpus: Corpus, bi_encoder: Any, budget: EmbedBudget) -> None:
+        """Give `corpus` a vector per passage: cached ones from the store, the missing ones
+        embedded now if they fit in `budget`, else NaN rows until a later recall (vectors
+        the background embedding stored meanwhile are picked up then)."""
+        if corpus.vectors is None or corpus.vector_model != bi_encoder.model_id:
+            corpus.vectors = _unknown(len(corpus.passages), bi_encoder.dimension)
+            corpus.vector_model = bi_encoder.model_id
+        await self._complete(
+            corpus.vectors, corpus.passages, corpus.texts, bi_encoder, "", budget, partial=False
+        )
 
     async def _candidate_vectors(
-        self, corpus: Corpus, indices: list[int], bi_encoder: Any
+        self, corpus: Corpus, indices: list[int], bi_encoder: Any, budget: EmbedBudget
     ) -> np.ndarray:
         if corpus.vectors is not None and corpus.vector_model == bi_encoder.model_id:
+            await self._complete_rows(
+                corpus.vectors, indices, corpus, corpus.texts, bi_encoder, "", budget
+            )
             return corpus.vectors[indices]
         return await self._vectors_for(
-            [corpus.passages[i] for i in indices], [corpus.texts[i] for i in indices], bi_encoder
+            [corpus.passages[i] for i in indices],
+            [corpus.texts[i] for i in indices],
+            bi_encoder,
+            budget=budget,
+            partial=True,
         )
+
+    async def _complete_rows(
+        self,
+        matrix: np.ndarray,
+        indices: list[int],
+        corpus: Corpus,
+        texts: Sequence[str],
+        bi_encoder: Any,
+        variant: str,
+        budget: EmbedBudget,
+    ) -> None:
+        """Fill the unknown rows among `indices` of a corpus-wide matrix, within `budget`."""
+        rows = [i for i in indices if np.isnan(matrix[i, 0])]
+        if rows:
+            matrix[rows] = await self._vectors_for(
+                [corpus.passages[i] for i in rows],
+                [texts[i] for i in rows],
+                bi_encoder,
+                variant,
+                budget=budget,
+                partial=True,
+            )
+
+    async def _complete(
+        self,
+        matrix: np.ndarray,
+        passages: Sequence[Passage],
+        texts: Sequence[str],
+        bi_encoder: Any,
+        variant: str,
+        budget: EmbedBudget,
+        *,
+        partial: bool,
+    ) -> None:
+        """Fill `matrix`'s unknown (NaN) rows from the store and, within `budget`, the model."""
+        rows = np.flatnonzero(np.isnan(matrix[:, 0])).tolist()
+        if rows:
+            matrix[rows] = await self._vectors_for(
+                [passages[r] for r in rows],
+                [texts[r] for r in rows],
+                bi_encoder,
+                variant,
+                budget=budget,
+                partial=partial,
+            )
 
     async def _vectors_for(
         self,
@@ -431,7 +523,13 @@ class RecallPipeline:
         texts: Sequence[str],
         bi_encoder: Any,
         variant: str = "",
+        *,
+        budget: EmbedBudget | None = None,
+        partial: bool = True,
     ) -> np.ndarray:
+        """One vector per passage: cached ones from the store, the others embedded now (and
+        cached) — without a `budget`, all of them; with one, as many as it allows, the rest
+        NaN rows."""
         model = bi_encoder.model_id + variant
         keys = [p.key for p in passages]
         cached = await self.store.get_embeddings(model, keys)
@@ -441,8 +539,16 @@ class RecallPipeline:
             blob = cached.get(key)
             if blob is not None and len(blob) == 4 * bi_encoder.dimension:
                 matrix[row] = np.frombuffer(blob, dtype=np.float32)
+                if budget is not None:
+                    budget.skipped.discard(key)
             else:
                 missing.append(row)
+        if budget is not None:
+            granted = budget.allow(len(missing), partial=partial)
+            for row in missing[granted:]:
+                matrix[row] = np.nan
+                budget.skipped.add(keys[row])
+            missing = missing[:granted]
         for start in range(0, len(missing), EMBED_BATCH):
             rows = missing[start : start + EMBED_BATCH]
             vectors = await anyio.to_thread.run_sync(
@@ -452,33 +558,56 @@ class RecallPipeline:
             await self.store.put_embeddings(
                 model, [(keys[r][0], keys[r][1], vectors[j].tobytes()) for j, r in enumerate(rows)]
             )
+            if budget is not None:
+                budget.skipped.difference_update(keys[r] for r in rows)
         return matrix
 
     async def _context_vectors(
-        self, corpus: Corpus, indices: list[int], bi_encoder: Any
+        self, corpus: Corpus, indices: list[int], bi_encoder: Any, budget: EmbedBudget
     ) -> np.ndarray:
         """Vectors of the passages with the turn before them (see `context_text`)."""
         if corpus.context is None:
             corpus.context = await self._context_texts(corpus.passages, corpus.texts)
         if self.config.retrieval.mode == "grep":
-            await self._fill_context_vectors(corpus, bi_encoder)
+            await self._fill_context_vectors(corpus, bi_encoder, budget)
         if corpus.context_vectors is not None:
+            await self._complete_rows(
+                corpus.context_vectors,
+                indices,
+                corpus,
+                corpus.context,
+                bi_encoder,
+                CONTEXT_SUFFIX,
+                budget,
+            )
             return corpus.context_vectors[indices]
         return await self._vectors_for(
             [corpus.passages[i] for i in indices],
             [corpus.context[i] for i in indices],
             bi_encoder,
             CONTEXT_SUFFIX,
+            budget=budget,
+            partial=True,
         )
 
-    async def _fill_context_vectors(self, corpus: Corpus, bi_encoder: Any) -> np.ndarray:
-        """The context vectors of every passage of `corpus` (cached on it)."""
+    async def _fill_context_vectors(
+        self, corpus: Corpus, bi_encoder: Any, budget: EmbedBudget
+    ) -> np.ndarray:
+        """The context vectors of every passage of `corpus` (cached on it; see
+        `_fill_vectors` for the budget)."""
+        if corpus.context is None:
+            corpus.context = await self._context_texts(corpus.passages, corpus.texts)
         if corpus.context_vectors is None:
-            if corpus.context is None:
-                corpus.context = await self._context_texts(corpus.passages, corpus.texts)
-            corpus.context_vectors = await self._vectors_for(
-                corpus.passages, corpus.context, bi_encoder, CONTEXT_SUFFIX
-            )
+            corpus.context_vectors = _unknown(len(corpus.passages), bi_encoder.dimension)
+        await self._complete(
+            corpus.context_vectors,
+            corpus.passages,
+            corpus.context,
+            bi_encoder,
+            CONTEXT_SUFFIX,
+            budget,
+            partial=False,
+        )
         return corpus.context_vectors
 
     async def _context_texts(self, passages: Sequence[Passage], texts: Sequence[str]) -> list[str]:
@@ -493,15 +622,37 @@ class RecallPipeline:
             for p, text in zip(passages, texts, strict=True)
         ]
 
-    async def embed_backlog(self, batch: int = EMBED_BATCH) -> int:
-        """Embed stored turns that have no cached vector yet; returns how many passages were
-        embedded. Runs off the write path: `remember` never waits for it."""
+    def embedding_variants(self) -> list[str]:
+        """The vector kinds the configured rankers use: "" (the passage) and the context."""
         scorers = self.config.rank.scorers
         variants = []
         if self.config.retrieval.dense or "bi_encoder" in scorers:
             variants.append("")
         if "context" in scorers:
             variants.append(CONTEXT_SUFFIX)
+        return variants
+
+    async def embedding_backlog(self) -> int | None:
+        """Stored turns still to embed, summed over the vector kinds in use (None: no
+        bi-encoder is configured or it cannot be loaded)."""
+        variants = self.embedding_variants()
+        if not variants:
+            return None
+        bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
+        if bi_encoder is None:
+            return None
+        total = 0
+        for variant in variants:
+            total += await self.store.count_turns_without_embeddings(bi_encoder.model_id + variant)
+        return total
+
+    async def embed_backlog(
+        self, batch: int = EMBED_BATCH, progress: Callable[[int], None] | None = None
+    ) -> int:
+        """Embed stored turns that have no cached vector yet; returns how many passages were
+        embedded. Runs off the write path: `remember` never waits for it. `progress` is told
+        how many turns each batch covered."""
+        variants = self.embedding_variants()
         if not variants:
             return 0
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
@@ -518,7 +669,14 @@ class RecallPipeline:
                     texts = await self._context_texts(passages, texts)
                 await self._vectors_for(passages, texts, bi_encoder, variant)
                 done += len(passages)
+                if progress is not None:
+                    progress(len(turns))
         return done
+
+
+def _unknown(rows: int, dimension: int) -> np.ndarray:
+    """A vector matrix whose rows are all unknown (NaN) until filled."""
+    return np.full((rows, dimension), np.nan, dtype=np.float32)
 
 
 def _lap(timings: dict[str, float], name: str, since: float) -> float:

@@ -530,6 +530,16 @@ class SQLiteStore:
             (model, limit),
         )
 
+    async def count_turns_without_embeddings(self, model: str) -> int:
+        """How many turns have no cached vector for `model`."""
+        async with self._reader.execute(
+            "SELECT count(*) FROM turns t WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+            "WHERE e.model = ? AND e.turn_id = t.id)",
+            (model,),
+        ) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
     async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]:
         """For each turn id, the turn said just before it in its session (when there is one)."""
         found: dict[int, Turn] = {}

@@ -41,6 +41,7 @@ async def test_the_pipeline_beats_bm25_on_a_locomo_slice(offline_models_installe
             for turn_id, turn in zip(result.ids, session.turns, strict=True):
                 dia_of[turn_id] = (turn.metadata or {})["dia_id"]
                 tokens_of[turn_id] = counter.count(turn.text)
+        await memory.pipeline.embed_backlog()  # what a server does in the background
         assert "bi_encoder" in (await memory.recall("warm up")).rankers
         ours, bm25 = [], []
         scope = Scope(("locomo",))

@@ -369,3 +369,120 @@ async def test_indexed_mode_leaves_words_common_in_a_large_memory_out_of_the_ind
     assert [c.passage.turn.text for c in pruned.candidates] == ["a zebra crossed the garden"]
     # A query of common words only keeps its rarest ones.
     assert len((await pipeline.rank("garden plot", SCOPE)).candidates) > 0
+
+
+class CountingEmbedder(HashEmbedder):
+    """Counts the passages it embeds."""
+
+    def __init__(self) -> None:
+        self.embedded = 0
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.embedded += len(texts)
+        return super().embed(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return super().embed([text])[0]  # the query is not a passage
+
+
+async def _fill_backlog(store: SQLiteStore, turns: int) -> None:
+    await store.remember(
+        "ns",
+        "s1",
+        [
+            TurnInput(f"note {i}: the {('garden', 'kitchen', 'garage')[i % 3]} needs work")
+            for i in range(turns)
+        ]
+        + [TurnInput("We hiked the Alps last summer.", "Bo")],
+    )
+
+
+@pytest.mark.parametrize("mode", ["grep", "indexed"])
+async def test_a_recall_embeds_at_most_its_budget_and_reports_the_backlog(store, mode):
+    await _fill_backlog(store, 300)
+    embedder = CountingEmbedder()
+    config = _config(
+        rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 20},
+        retrieval={"dense": True, "mode": mode},
+        expansion={"enabled": False},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    result = await pipeline.recall("What needs work in the garden?", SCOPE, 1500)
+    assert embedder.embedded <= 20
+    assert len(result.passages) > 20  # lexical signals still rank every candidate
+    assert all("garden" in p.candidate.passage.text for p in result.passages[:20])
+    assert any("not embedded yet" in w for w in result.warnings)
+    assert "bi_encoder" in result.rankers
+
+    # Once the backlog is embedded (the server's background task), nothing is left out.
+    await pipeline.embed_backlog()
+    pipeline.invalidate()
+    embedder.embedded = 0
+    result = await pipeline.recall("What needs work in the garden?", SCOPE, 1500)
+    assert embedder.embedded == 0
+    assert not any("not embedded yet" in w for w in result.warnings)
+
+
+async def test_a_backlog_that_fits_the_budget_is_embedded_by_the_recall(store):
+    await _fill_backlog(store, 5)
+    embedder = CountingEmbedder()
+    config = _config(
+        rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 64},
+        retrieval={"dense": True},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    result = await pipeline.recall("Where did Bo go hiking?", SCOPE, 1500)
+    assert embedder.embedded == 2 * 6  # six passages, plain and with context
+    assert result.warnings == []
+    assert await pipeline.embedding_backlog() == 0
+
+
+async def test_partial_vectors_rank_like_complete_ones_after_the_backlog_is_gone(store):
+    """A recall with budget 0 after the background embedded everything ranks exactly as a
+    recall that embedded everything itself."""
+    await _fill_backlog(store, 40)
+    query = "kitchen work notes"
+    unlimited = _config(
+        rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 10_000},
+        retrieval={"dense": True},
+    )
+    first = RecallPipeline(store, unlimited, FakeRegistry({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
+    expected = await first.rank(query, SCOPE)
+    starved = _config(
+        rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 0},
+        retrieval={"dense": True},
+    )
+    second = RecallPipeline(store, starved, FakeRegistry({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
+    got = await second.rank(query, SCOPE)
+    assert [s.candidate.passage.key for s in got.scored] == [
+        s.candidate.passage.key for s in expected.scored
+    ]
+    assert got.warnings == []
+
+
+async def test_a_recall_that_meets_a_backlog_wakes_the_background_embedding(store):
+    """Turns another process stored (a hook, an import) are embedded by the server once a
+    recall meets them, not only after the server's own `remember`."""
+    import anyio
+
+    from smartsearch_mcp.memory import Memory
+
+    embedder = CountingEmbedder()
+    config = _config(
+        rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 5},
+        retrieval={"dense": True},
+    )
+    memory = Memory(store, config, FakeRegistry({"bi_encoder": embedder}), "ns")  # type: ignore[arg-type]
+    async with anyio.create_task_group() as group:
+        group.start_soon(memory.index_in_background)
+        await anyio.sleep(0.2)  # the start-up catch-up finds nothing
+        await _fill_backlog(store, 100)  # written past this Memory, like another process
+        result = await memory.recall("What needs work in the garden?")
+        assert any("not embedded yet" in w for w in result.warnings)
+        with anyio.fail_after(30):
+            while await memory.pipeline.embedding_backlog():
+                await anyio.sleep(0.05)
+        group.cancel_scope.cancel()
+    memory.pipeline.invalidate()
+    result = await memory.recall("What needs work in the garden?")
+    assert not any("not embedded yet" in w for w in result.warnings)
