@@ -214,6 +214,7 @@ class ModelRegistry:
             "batch_size": self.models.batch_size,
             "importer": self._importer,
         }
+        _quiet_loading_bars(self._importer)
         if kind == "cross_encoder":
             return CrossEncoderScorer.load(location, **common)
         if kind == "colbert":
@@ -264,3 +265,12 @@ def _spacy_error(exc: Exception) -> str:
     if "[E050]" in text:  # spaCy's "Can't find model": say it plainly
         return "not installed"
     return f"{type(exc).__name__}: {text}"
+
+
+def _quiet_loading_bars(importer: Importer) -> None:
+    """transformers draws a "Loading weights" progress bar on stderr for every model: noise
+    in a server log and in the output of `smartsearch-mcp recall`."""
+    try:
+        importer("transformers.utils.logging").disable_progress_bar()
+    except Exception as exc:  # cosmetic: loading goes on (and reports its own errors)
+        log.debug("could not turn off transformers' progress bars: %s", exc)
