@@ -636,12 +636,12 @@ class SQLiteStore:
         if not isinstance(metadata, dict):
             raise InputError(f"{where}.metadata must be a JSON object")
         try:
-            metadata_json = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+            metadata_json = _METADATA_JSON.encode(metadata) if metadata else "{}"
             _check_encodable(f"{where}.metadata", metadata_json)
         except (TypeError, ValueError) as exc:
             raise InputError(f"{where}.metadata is not valid JSON: {exc}") from exc
         digest = hashlib.sha256(
-            json.dumps(identity, ensure_ascii=False).encode("utf-8", "surrogatepass")
+            _IDENTITY_JSON.encode(identity).encode("utf-8", "surrogatepass")
         ).hexdigest()
         return _PreparedTurn(speaker, role, text, timestamp, timestamp_raw, metadata_json, digest)
 
@@ -651,6 +651,11 @@ class SQLiteStore:
 
 
 # ---------------------------------------------------------------------- module helpers
+
+# json.dumps(value, **options) builds one of these per call; bulk imports encode two values
+# per turn. Output is identical (content hashes of stored turns depend on it).
+_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_IDENTITY_JSON = json.JSONEncoder(ensure_ascii=False)
 
 
 def check_name(kind: str, value: object) -> str:
