@@ -320,3 +320,73 @@ async def test_forgetting_a_turn_drops_the_context_vector_of_the_turn_after_it(s
     await store.forget("ns", ids=[r.ids[0]])
     assert await store.get_embeddings("m#context", [(r.ids[1], 0)]) == {}
     assert await store.get_embeddings("m", [(r.ids[1], 0)]) == {(r.ids[1], 0): b"own"}
+
+
+def _old_database(path: Path, version: int) -> None:
+    """A database as an earlier release left it: migrations 1..`version` only."""
+    from smartsearch_mcp.store.schema import MIGRATIONS
+
+    db = sqlite3.connect(path)
+    for number, statements in enumerate(MIGRATIONS[:version], start=1):
+        for statement in statements:
+            db.execute(statement)
+        db.execute("INSERT INTO schema_version VALUES (?, '2026-01-01T00:00:00Z')", (number,))
+    db.execute("INSERT INTO sessions VALUES ('ns', 's1', NULL, NULL, 1, '2026-01-01')")
+    db.execute(  # indexed by the old per-row trigger
+        "INSERT INTO turns (namespace, session_id, position, role, text, created_at, "
+        "content_hash) VALUES ('ns', 's1', 0, 'user', 'an old turn about gardening', "
+        "'2026-01-01', 'h0')"
+    )
+    db.commit()
+    db.close()
+
+
+async def test_an_old_database_is_migrated_and_new_turns_are_indexed_by_remember(tmp_path):
+    path = tmp_path / "old.db"
+    _old_database(path, 2)
+    store = await SQLiteStore.open(path)
+    try:
+        assert await store.schema_version() == 3
+        result = await store.remember(
+            "ns",
+            "s1",
+            [TurnInput("gardening with Ann", "Bo"), TurnInput("an old turn about gardening")],
+        )
+        assert result.stored == 2  # no speaker, no timestamp: not the old turn's identity
+        await store.remember("ns", "s2", [TurnInput(f"kitchen note {i}") for i in range(50)])
+        await store.forget("ns", ids=[result.ids[0]])
+        hits = await store.search_fts(fts_any(["gardening"]), Scope(("ns",)), 10)
+        assert len(hits) == 2  # the old turn and the new copy; the forgotten one is gone
+        assert len(await store.search_fts(fts_any(["kitchen"]), Scope(("ns",)), 100)) == 50
+        assert len(await store.search_fts(fts_any(["ann"]), Scope(("ns",)), 10)) == 0
+        assert await store.integrity_check() == []
+    finally:
+        await store.close()
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    batches=st.lists(
+        st.lists(st.sampled_from(["alpha", "beta gamma", "delta", "alpha beta"]), max_size=6),
+        min_size=1,
+        max_size=5,
+    )
+)
+async def test_the_full_text_index_matches_the_turns_after_any_remember_sequence(
+    tmp_path_factory, batches
+):
+    """remember indexes exactly its new turns (duplicates in a call and across calls
+    skipped): FTS5's integrity check compares the index with the turns table."""
+    store = await SQLiteStore.open(tmp_path_factory.mktemp("fts") / "m.db")
+    try:
+        for number, texts in enumerate(batches):
+            if texts:
+                await store.remember("ns", f"s{number % 2}", [TurnInput(t) for t in texts])
+        assert await store.integrity_check() == []
+        stored = (await store.stats()).turns
+        hits = await store.search_fts(fts_any(["alpha", "beta", "delta"]), Scope(("ns",)), 1000)
+        assert len(hits) == stored
+    finally:
+        await store.close()

