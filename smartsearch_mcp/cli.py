@@ -308,7 +308,7 @@ async def _open_memory(
 
 
 def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
-    from smartsearch_mcp.server import format_recall, recall_output
+    from smartsearch_mcp.output import format_recall, recall_output
 
     async def run() -> int:
         memory = await _open_memory(args, config, AUTO)
@@ -332,7 +332,7 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
 
 
 def _cmd_grep(args: argparse.Namespace, config: Config) -> int:
-    from smartsearch_mcp.server import format_grep, grep_output
+    from smartsearch_mcp.output import format_grep, grep_output
 
     async def run() -> int:
         memory = await _open_memory(args, config, AUTO)
@@ -350,7 +350,7 @@ def _cmd_grep(args: argparse.Namespace, config: Config) -> int:
 
 
 def _cmd_timeline(args: argparse.Namespace, config: Config) -> int:
-    from smartsearch_mcp.server import format_timeline, timeline_output
+    from smartsearch_mcp.output import format_timeline, timeline_output
 
     async def run() -> int:
         memory = await _open_memory(args, config, AUTO)

@@ -1,0 +1,275 @@
+"""What the tools return: typed outputs (the MCP structured content) and the same results as
+readable text. Shared by the server and the command line, and free of mcp imports, so the
+CLI's recall, grep and timeline do not load the MCP SDK."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from smartsearch_mcp.dates import format_timestamp
+from smartsearch_mcp.grep import GrepResult
+from smartsearch_mcp.timeline import TimelineResult
+from smartsearch_mcp.types import RecallResult, Scored
+
+
+class TurnIn(BaseModel):
+    """One turn to remember."""
+
+    text: str = Field(description="What was said, verbatim.")
+    speaker: str | None = Field(default=None, description="Who said it (a name).")
+    role: str | None = Field(default=None, description="user, assistant or other.")
+    timestamp: str | int | float | None = Field(
+        default=None,
+        description="When it was said: ISO 8601, a common date format, or a Unix epoch. "
+        "Defaults to now.",
+    )
+    metadata: dict[str, Any] | None = Field(default=None, description="Any JSON object.")
+
+
+class RememberOutput(BaseModel):
+    ids: list[int] = Field(description="Turn ids, one per input turn, in input order.")
+    session_id: str
+    namespace: str
+    stored: int
+    duplicates_skipped: int
+
+
+class PassageOut(BaseModel):
+    id: int = Field(description="Turn id (memory://turns/{id}).")
+    session_id: str
+    namespace: str
+    speaker: str | None
+    role: str
+    text: str = Field(description="The passage: the whole turn, or a slice of a long turn.")
+    timestamp: str | None
+    score: float
+    metadata: dict[str, Any]
+    start: int = Field(description="Character offset of the passage in the turn's text.")
+    end: int
+
+
+class HopOut(BaseModel):
+    entity: str
+    found_in: list[int]
+    turn_ids: list[int]
+
+
+class RecallOutput(BaseModel):
+    passages: list[PassageOut]
+    tokens_used: int
+    max_tokens: int
+    rankers: list[str] = Field(description="The rankers that scored these passages.")
+    warnings: list[str]
+    hops: list[HopOut] = Field(description="Multi-hop expansions: entity -> turns it added.")
+    candidates: int = Field(description="Candidates handed to the rankers.")
+
+
+class ForgetOutput(BaseModel):
+    deleted_turn_ids: list[int]
+    deleted_sessions: list[str]
+    namespace: str | None
+
+
+class SnippetOut(BaseModel):
+    text: str = Field(description="Part of the turn around the match (at most 240 characters).")
+    start: int = Field(description="Character offset of the snippet in the turn's text.")
+    match_start: int
+    match_end: int
+
+
+class GrepMatchOut(BaseModel):
+    id: int = Field(description="Turn id (memory://turns/{id} has the whole turn).")
+    session_id: str
+    namespace: str
+    speaker: str | None
+    role: str
+    timestamp: str | None
+    match_count: int = Field(description="Matches in this turn (counted up to 1000).")
+    snippets: list[SnippetOut] = Field(description="Up to 3 snippets, one per match.")
+
+
+class GrepOutput(BaseModel):
+    pattern: str
+    regex: bool
+    matches: list[GrepMatchOut] = Field(description="Matching turns, most recent first.")
+    turns_scanned: int
+    truncated: bool = Field(description="More turns match than `limit`; narrow the search.")
+    warnings: list[str]
+
+
+class TimelineTurnOut(BaseModel):
+    id: int
+    session_id: str
+    namespace: str
+    speaker: str | None
+    role: str
+    timestamp: str | None
+    text: str = Field(description="The turn verbatim, cut to 1000 characters.")
+    text_truncated: bool = Field(description="The text was cut; read memory://turns/{id}.")
+
+
+class TimelineOutput(BaseModel):
+    turns: list[TimelineTurnOut] = Field(description="Turns in time order, oldest first.")
+    since: str | None = Field(description="The window's start as read (ISO 8601).")
+    until: str | None = Field(description="The window's end (exclusive) as read.")
+    more: bool = Field(
+        description="More turns fall in the window than `limit`: with `since`, continue "
+        "from the last turn's timestamp; without, pass an earlier `since`."
+    )
+
+
+def recall_output(result: RecallResult) -> RecallOutput:
+    return RecallOutput(
+        passages=[_passage_out(s) for s in result.passages],
+        tokens_used=result.tokens_used,
+        max_tokens=result.max_tokens,
+        rankers=result.rankers,
+        warnings=result.warnings,
+        hops=[HopOut(**asdict(h)) for h in result.hops],
+        candidates=result.candidates,
+    )
+
+
+def _passage_out(scored: Scored) -> PassageOut:
+    passage = scored.candidate.passage
+    turn = passage.turn
+    return PassageOut(
+        id=turn.id,
+        session_id=turn.session_id,
+        namespace=turn.namespace,
+        speaker=turn.speaker,
+        role=turn.role,
+        text=passage.text,
+        timestamp=turn.timestamp,
+        score=round(scored.score, 6),
+        metadata=turn.metadata,
+        start=passage.start,
+        end=passage.end,
+    )
+
+
+def format_recall(query: str, result: RecallResult) -> str:
+    """Readable text: passages grouped by session, sessions in time order, with dates."""
+    if not result.passages:
+        lines = [f"No stored memory matched {query!r}."]
+    else:
+        groups: dict[tuple[str, str], list[Scored]] = {}
+        for scored in result.passages:
+            turn = scored.candidate.passage.turn
+            groups.setdefault((turn.namespace, turn.session_id), []).append(scored)
+        ordered = sorted(
+            groups.items(),
+            key=lambda item: min(s.candidate.passage.turn.timestamp or "" for s in item[1]),
+        )
+        lines = [
+            f"{len(result.passages)} passages from {len(groups)} sessions "
+            f"({result.tokens_used} tokens; ranked by {', '.join(result.rankers)})."
+        ]
+        many_namespaces = len({ns for ns, _ in groups}) > 1
+        for (namespace, session_id), items in ordered:
+            dates = sorted({_day(s.candidate.passage.turn.timestamp) for s in items} - {""})
+            where = f" [{namespace}]" if many_namespaces else ""
+            lines.append(f"\n## Session {session_id}{where} — {', '.join(dates) or 'undated'}")
+            for scored in sorted(
+                items, key=lambda s: (s.candidate.passage.turn.position, s.candidate.passage.start)
+            ):
+                passage = scored.candidate.passage
+                turn = passage.turn
+                who = turn.speaker or turn.role
+                when = (turn.timestamp or "")[:16].replace("T", " ")
+                lines.append(f"[{when}] {who} (turn {turn.id}): {passage.text}")
+    for hop in result.hops:
+        lines.append(f"(multi-hop: searched {hop.entity!r}, found in turns {hop.found_in[:5]})")
+    for warning in result.warnings:
+        lines.append(f"warning: {warning}")
+    return "\n".join(lines)
+
+
+def grep_output(result: GrepResult) -> GrepOutput:
+    return GrepOutput(
+        pattern=result.pattern,
+        regex=result.regex,
+        matches=[
+            GrepMatchOut(
+                id=hit.turn.id,
+                session_id=hit.turn.session_id,
+                namespace=hit.turn.namespace,
+                speaker=hit.turn.speaker,
+                role=hit.turn.role,
+                timestamp=hit.turn.timestamp,
+                match_count=hit.match_count,
+                snippets=[SnippetOut(**asdict(snippet)) for snippet in hit.snippets],
+            )
+            for hit in result.hits
+        ],
+        turns_scanned=result.turns_scanned,
+        truncated=result.truncated,
+        warnings=result.warnings,
+    )
+
+
+def timeline_output(result: TimelineResult) -> TimelineOutput:
+    return TimelineOutput(
+        turns=[
+            TimelineTurnOut(
+                id=entry.turn.id,
+                session_id=entry.turn.session_id,
+                namespace=entry.turn.namespace,
+                speaker=entry.turn.speaker,
+                role=entry.turn.role,
+                timestamp=entry.turn.timestamp,
+                text=entry.text,
+                text_truncated=entry.text_truncated,
+            )
+            for entry in result.entries
+        ],
+        since=format_timestamp(result.since) if result.since else None,
+        until=format_timestamp(result.until) if result.until else None,
+        more=result.more,
+    )
+
+
+def format_grep(output: GrepOutput) -> str:
+    """Readable text: one line per matching turn with its date, then its snippets."""
+    if not output.matches:
+        lines = [f"No stored turn contains {output.pattern!r} ({output.turns_scanned} scanned)."]
+    else:
+        more = " (more match: raise limit or narrow the search)" if output.truncated else ""
+        lines = [f"{len(output.matches)} turns contain {output.pattern!r}{more}."]
+        namespaces = {m.namespace for m in output.matches}
+        for match in output.matches:
+            where = f" [{match.namespace}]" if len(namespaces) > 1 else ""
+            when = (match.timestamp or "undated")[:16].replace("T", " ")
+            who = match.speaker or match.role
+            lines.append(
+                f"\n[{when}] {who} (turn {match.id}, session {match.session_id}{where}, "
+                f"{match.match_count} matches)"
+            )
+            lines.extend(f"  …{snippet.text}…" for snippet in match.snippets)
+    lines.extend(f"warning: {w}" for w in output.warnings)
+    return "\n".join(lines)
+
+
+def format_timeline(output: TimelineOutput) -> str:
+    """Readable text: turns in time order, a heading whenever the session changes."""
+    if not output.turns:
+        return "No stored turns in that window."
+    lines: list[str] = []
+    current: tuple[str, str] | None = None
+    for turn in output.turns:
+        if (turn.namespace, turn.session_id) != current:
+            current = (turn.namespace, turn.session_id)
+            lines.append(f"\n## Session {turn.session_id} [{turn.namespace}]")
+        when = (turn.timestamp or "undated")[:16].replace("T", " ")
+        cut = " […]" if turn.text_truncated else ""
+        lines.append(f"[{when}] {turn.speaker or turn.role} (turn {turn.id}): {turn.text}{cut}")
+    if output.more:
+        lines.append("\n(more turns in this window: raise limit or move since/until)")
+    return "\n".join(lines).lstrip("\n")
+
+
+def _day(timestamp: str | None) -> str:
+    return (timestamp or "")[:10]
