@@ -452,16 +452,14 @@ class RecallPipeline:
         if corpus.vectors is None or corpus.vector_model != bi_encoder.model_id:
             corpus.vectors = _unknown(len(corpus.passages), bi_encoder.dimension)
             corpus.vector_model = bi_encoder.model_id
-        await self._complete(
-            corpus.vectors, corpus.passages, corpus.texts, bi_encoder, "", budget, partial=False
-        )
+        await self._complete(corpus.vectors, corpus.passages, corpus.texts, bi_encoder, "", budget)
 
     async def _candidate_vectors(
         self, corpus: Corpus, indices: list[int], bi_encoder: Any, budget: EmbedBudget
     ) -> np.ndarray:
         if corpus.vectors is not None and corpus.vector_model == bi_encoder.model_id:
-            await self._complete_rows(
-                corpus.vectors, indices, corpus, corpus.texts, bi_encoder, "", budget
+            await self._complete(
+                corpus.vectors, corpus.passages, corpus.texts, bi_encoder, "", budget, indices
             )
             return corpus.vectors[indices]
         return await self._vectors_for(
@@ -472,28 +470,6 @@ class RecallPipeline:
             partial=True,
         )
 
-    async def _complete_rows(
-        self,
-        matrix: np.ndarray,
-        indices: list[int],
-        corpus: Corpus,
-        texts: Sequence[str],
-        bi_encoder: Any,
-        variant: str,
-        budget: EmbedBudget,
-    ) -> None:
-        """Fill the unknown rows among `indices` of a corpus-wide matrix, within `budget`."""
-        rows = [i for i in indices if np.isnan(matrix[i, 0])]
-        if rows:
-            matrix[rows] = await self._vectors_for(
-                [corpus.passages[i] for i in rows],
-                [texts[i] for i in rows],
-                bi_encoder,
-                variant,
-                budget=budget,
-                partial=True,
-            )
-
     async def _complete(
         self,
         matrix: np.ndarray,
@@ -502,11 +478,15 @@ class RecallPipeline:
         bi_encoder: Any,
         variant: str,
         budget: EmbedBudget,
-        *,
-        partial: bool,
+        among: Sequence[int] | None = None,
     ) -> None:
-        """Fill `matrix`'s unknown (NaN) rows from the store and, within `budget`, the model."""
-        rows = np.flatnonzero(np.isnan(matrix[:, 0])).tolist()
+        """Fill the unknown (NaN) rows of a corpus-wide `matrix` from the store and, within
+        `budget`, the model: all of them only if all fit, or as many as fit of those `among`
+        the given rows (the candidates)."""
+        if among is None:
+            rows = np.flatnonzero(np.isnan(matrix[:, 0])).tolist()
+        else:
+            rows = [i for i in among if np.isnan(matrix[i, 0])]
         if rows:
             matrix[rows] = await self._vectors_for(
                 [passages[r] for r in rows],
@@ -514,7 +494,7 @@ class RecallPipeline:
                 bi_encoder,
                 variant,
                 budget=budget,
-                partial=partial,
+                partial=among is not None,
             )
 
     async def _vectors_for(
@@ -571,14 +551,14 @@ class RecallPipeline:
         if self.config.retrieval.mode == "grep":
             await self._fill_context_vectors(corpus, bi_encoder, budget)
         if corpus.context_vectors is not None:
-            await self._complete_rows(
+            await self._complete(
                 corpus.context_vectors,
-                indices,
-                corpus,
+                corpus.passages,
                 corpus.context,
                 bi_encoder,
                 CONTEXT_SUFFIX,
                 budget,
+                indices,
             )
             return corpus.context_vectors[indices]
         return await self._vectors_for(
@@ -606,7 +586,6 @@ class RecallPipeline:
             bi_encoder,
             CONTEXT_SUFFIX,
             budget,
-            partial=False,
         )
         return corpus.context_vectors
 
