@@ -221,9 +221,13 @@ class TurnSynthesizer:
                     )
                 return mapping[match[0]]
 
-            text = self._name_pattern.sub(swap, text)
-        text = _YEAR.sub(lambda _: str(rnd.randint(2015, 2025)), text)
-        return _MONTH.sub(lambda _: rnd.choice(MONTHS), text)
+            if any(name in text for name in self.corpus.names):  # a cheap test first
+                text = self._name_pattern.sub(swap, text)
+        if "19" in text or "20" in text:
+            text = _YEAR.sub(lambda _: str(rnd.randint(2015, 2025)), text)
+        if any(month in text for month in MONTHS):
+            text = _MONTH.sub(lambda _: rnd.choice(MONTHS), text)
+        return text
 
 
 def _first_sentence(text: str) -> str:
