@@ -551,15 +551,7 @@ class RecallPipeline:
         if self.config.retrieval.mode == "grep":
             await self._fill_context_vectors(corpus, bi_encoder, budget)
         if corpus.context_vectors is not None:
-            await self._complete(
-                corpus.context_vectors,
-                corpus.passages,
-                corpus.context,
-                bi_encoder,
-                CONTEXT_SUFFIX,
-                budget,
-                indices,
-            )
+            await self._fill_context_vectors(corpus, bi_encoder, budget, indices)
             return corpus.context_vectors[indices]
         return await self._vectors_for(
             [corpus.passages[i] for i in indices],
@@ -571,10 +563,14 @@ class RecallPipeline:
         )
 
     async def _fill_context_vectors(
-        self, corpus: Corpus, bi_encoder: Any, budget: EmbedBudget
+        self,
+        corpus: Corpus,
+        bi_encoder: Any,
+        budget: EmbedBudget,
+        among: Sequence[int] | None = None,
     ) -> np.ndarray:
-        """The context vectors of every passage of `corpus` (cached on it; see
-        `_fill_vectors` for the budget)."""
+        """The context vectors of every passage of `corpus` (cached on it), completed for all
+        passages or for those `among` the given ones (see `_complete` for the budget)."""
         if corpus.context is None:
             corpus.context = await self._context_texts(corpus.passages, corpus.texts)
         if corpus.context_vectors is None:
@@ -586,6 +582,7 @@ class RecallPipeline:
             bi_encoder,
             CONTEXT_SUFFIX,
             budget,
+            among,
         )
         return corpus.context_vectors
 
