@@ -133,6 +133,12 @@ def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
         default=",".join(map(str, DEFAULT_BUDGETS)),
         help="token budgets (default 750,1500,3000,6000 ≈ 500/1000/2000/4000 words)",
     )
+    parser.add_argument(
+        "--embed-cache",
+        metavar="FILE",
+        help="reuse passage embeddings across runs: vectors by model and text, in this SQLite "
+        "file (created when missing; results are identical, later runs skip the embedding)",
+    )
     qa = parser.add_argument_group("QA accuracy (optional; any OpenAI-compatible endpoint)")
     qa.add_argument("--answer-model", help="model answering from the recalled context")
     qa.add_argument("--judge-model", help="model judging answers (default: the answer model)")
@@ -182,6 +188,7 @@ def _cmd_retrieval(
         progress=not args.no_progress,
         qa=qa,
         qa_budget=args.qa_budget,
+        embed_cache=Path(args.embed_cache) if args.embed_cache else None,
     )
     out_dir = Path(args.out) if args.out else default_out_dir(args.bench, config_name)
     started = time.perf_counter()

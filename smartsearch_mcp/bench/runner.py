@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from smartsearch_mcp.bench.baselines import bm25_ranking, fill_budget
 from smartsearch_mcp.bench.datasets import Benchmark, BenchQuestion, Haystack
+from smartsearch_mcp.bench.embed_cache import EmbeddingCache
 from smartsearch_mcp.bench.metrics import (
     BM25,
     FULL_CONTEXT,
@@ -50,6 +51,7 @@ class RunOptions:
     progress: bool = True
     qa: QAEvaluator | None = None
     qa_budget: int | None = None
+    embed_cache: Path | None = None
 
 
 @dataclass
@@ -74,10 +76,13 @@ class MemoryFactory(Protocol):
 
 class MemoryPool:
     """Opens one `Memory` per database, all sharing one set of loaded models (held by a
-    Memory over an in-memory database, so they load once per run, not once per haystack)."""
+    Memory over an in-memory database, so they load once per run, not once per haystack).
+    With `embed_cache`, passage embeddings are looked up in (and added to) that file first."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, embed_cache: Path | None = None) -> None:
         self.config = config
+        self.embed_cache_path = embed_cache
+        self._cache: EmbeddingCache | None = None
         self._owner: Memory | None = None
 
     async def open(self, db_path: str | Path, namespace: str) -> Memory:
@@ -86,6 +91,9 @@ class MemoryPool:
 
         if self._owner is None:
             self._owner = await Memory.open(self.config, ":memory:", namespace)
+            if self.embed_cache_path is not None:
+                self._cache = EmbeddingCache(self.embed_cache_path)
+                self._owner.models.wrap("bi_encoder", self._cache.wrap)
         store_config = self.config.store
         store = await SQLiteStore.open(
             db_path,
@@ -104,6 +112,15 @@ class MemoryPool:
         if self._owner is not None:
             await self._owner.close()
             self._owner = None
+        if self._cache is not None:
+            log.info(
+                "embedding cache %s: %d hits, %d misses",
+                self.embed_cache_path,
+                self._cache.hits,
+                self._cache.misses,
+            )
+            self._cache.close()
+            self._cache = None
 
 
 def primary_budget(budgets: Sequence[int], default: int) -> int:
@@ -124,7 +141,7 @@ async def run_benchmark(
     counter = get_token_counter(config.truncation.tokenizer)
     plan = _plan(benchmark.haystacks, options.limit)
     output = RunOutput()
-    pool = pool if pool is not None else MemoryPool(config)
+    pool = pool if pool is not None else MemoryPool(config, embed_cache=options.embed_cache)
     total = sum(len(questions) for _, questions in plan)
     progress = progress_bar(options.progress, total, benchmark.name, " q")
     run = _Run(config, options, counter, output, progress)

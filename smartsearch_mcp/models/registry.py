@@ -12,7 +12,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
@@ -120,11 +120,17 @@ class ModelRegistry:
         self._slots: dict[str, _Slot] = {kind: _Slot() for kind in MODEL_KINDS}
         self._torch_lock = threading.Lock()
         self._torch_configured = False
+        self._wrappers: dict[str, Callable[[Any], Any]] = {}
 
     @classmethod
     def from_config(cls, config: Config, **options: Any) -> ModelRegistry:
-        """A registry for a full `Config` (parallel scorers from `rank.max_parallel`)."""
-        options.setdefault("parallel_scorers", config.rank.max_parallel)
+        """A registry for a full `Config`: as many parallel scorers as `rank.max_parallel`
+        allows among the rankers that run a model per query (cross-encoder, ColBERT). The
+        bi-encoder's passage vectors are embedded ahead of time, so with it alone every core
+        goes to one torch call (embedding a backlog twice as fast on two cores)."""
+        per_query = [s for s in config.rank.scorers if s in ("cross_encoder", "colbert")]
+        parallel = max(1, min(config.rank.max_parallel, len(per_query)))
+        options.setdefault("parallel_scorers", parallel)
         return cls(config.models, config.nlp, **options)
 
     def get_scorer(self, kind: ScorerKind, *, wait: bool = True) -> Scorer | None:
@@ -168,6 +174,15 @@ class ModelRegistry:
         """One warning per model that could not be loaded (to report with each recall)."""
         return [s.message for s in self.statuses() if not s.ok and s.message]
 
+    def wrap(self, kind: str, wrapper: Callable[[Any], Any]) -> None:
+        """Hand out `wrapper(model)` instead of the model of that kind, from now on (e.g. a
+        bi-encoder whose embeddings go through a benchmark's cache)."""
+        slot = self._slots[kind]
+        with slot.lock:
+            self._wrappers[kind] = wrapper
+            if slot.done and slot.value is not None:
+                slot.value = wrapper(slot.value)
+
     def _preload(self, kinds: list[str]) -> None:
         for kind in kinds:
             self._get(kind, wait=True)
@@ -181,6 +196,8 @@ class ModelRegistry:
         try:
             if not slot.done:
                 slot.value, slot.status = self._load(kind)
+                if slot.value is not None and kind in self._wrappers:
+                    slot.value = self._wrappers[kind](slot.value)
                 slot.done = True
                 level = logging.INFO if slot.status.ok else logging.WARNING
                 log.log(level, "%s: %s", kind, slot.status.message or "loaded")

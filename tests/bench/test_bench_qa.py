@@ -117,7 +117,7 @@ def test_bench_reports_qa_accuracy_per_category(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    monkeypatch.setattr(runner_module, "MemoryPool", lambda config: fake_pool)
+    monkeypatch.setattr(runner_module, "MemoryPool", lambda config, **_: fake_pool)
     monkeypatch.setenv("FAKE_LLM_KEY", "sk-local")
     out = tmp_path / "qa"
 

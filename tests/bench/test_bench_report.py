@@ -27,7 +27,7 @@ def results_dir(tmp_path_factory: pytest.TempPathFactory, fake_pool_class: Any) 
     argv = ["locomo", str(FIXTURES / "locomo"), "--baseline", "bm25", "--baseline"]
     argv += ["full-context", "--budgets", "20,1000", "--out", str(out), "--no-progress"]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(runner_module, "MemoryPool", lambda config: fake_pool_class())
+        patch.setattr(runner_module, "MemoryPool", lambda config, **_: fake_pool_class())
         assert run_bench(argv, config, "offline") == 0
     return out
 
