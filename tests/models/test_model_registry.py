@@ -294,8 +294,16 @@ def test_from_config_runs_as_many_parallel_scorers_as_rank_allows() -> None:
 
     registry = ModelRegistry.from_config(config)
 
-    assert registry.parallel_scorers == 3
+    assert registry.parallel_scorers == 2  # the cross-encoder and ColBERT
     assert registry.models == config.models and registry.nlp == config.nlp
+    single = config.with_overrides(rank={"max_parallel": 1})
+    assert ModelRegistry.from_config(single).parallel_scorers == 1
+
+
+def test_a_bi_encoder_alone_gets_every_core() -> None:
+    config = Config().with_overrides(rank={"scorers": ["bi_encoder", "context", "lexical"]})
+
+    assert ModelRegistry.from_config(config).parallel_scorers == 1
 
 
 def _fake_hub_cache(cache: Path, repo_id: str, model: Path) -> None:
