@@ -88,9 +88,11 @@ class RankConfig:
     weights: dict[str, float] = field(default_factory=dict)  # scorer name -> weight, default 1
     max_parallel: int = 2  # worker threads running scorers at once
     # Session support: a passage gains session_weight x the mean fused score of the best
-    # session_top passages of its session (0 disables).
+    # session_top passages of its session (0 disables) — of those at most session_window
+    # turns away from it when session_window > 0.
     session_weight: float = 0.0
     session_top: int = 3
+    session_window: int = 0
     # A recall embeds at most this many passages that have no cached vector yet; the rest
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.
@@ -110,6 +112,8 @@ class RankConfig:
             raise ConfigError("config key rank.session_weight must not be negative")
         if self.embed_on_recall < 0:
             raise ConfigError("config key rank.embed_on_recall must not be negative")
+        if self.session_window < 0:
+            raise ConfigError("config key rank.session_window must not be negative")
 
 
 @dataclass(frozen=True)

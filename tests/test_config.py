@@ -39,6 +39,8 @@ def test_the_offline_preset_uses_only_models_that_install_from_the_registry():
         ("[retrieval]\ndense = 'yes'\n", "retrieval.dense"),
         ("[rank]\nscorers = ['cross_encoder', 'magic']\n", "magic"),
         ("[rank]\nweights = { lexical = 'high' }\n", "rank.weights"),
+        ("[rank]\nsession_window = -2\n", "rank.session_window"),
+        ("[rank]\nembed_on_recall = -1\n", "rank.embed_on_recall"),
         ("truncation = 3\n", "truncation"),
         ("[store\n", "not valid TOML"),
     ],

@@ -34,12 +34,18 @@ def split_into_passages(turn: Turn, max_words: int, overlap_words: int) -> list[
             f"overlap_words={overlap_words}"
         )
     text = turn.text
-    if len(_WORD_RE.findall(text)) <= max_words:
+    if not may_split(text, max_words) or len(_WORD_RE.findall(text)) <= max_words:
         return [Passage(turn=turn, start=0, end=len(text))]
     units = _units(text, max_words)
     return [
         Passage(turn=turn, start=s, end=e) for s, e in _windows(units, max_words, overlap_words)
     ]
+
+
+def may_split(text: str, max_words: int) -> bool:
+    """False when `text` is too short to hold more than `max_words` words (a word takes at
+    least one character and a separator), so it is one passage without counting."""
+    return len(text) >= 2 * max_words
 
 
 def _units(text: str, max_words: int) -> list[tuple[int, int, int]]:

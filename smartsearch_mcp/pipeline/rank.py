@@ -76,28 +76,40 @@ def fuse(
     return [scored[i] for i in order]
 
 
-def add_session_support(scored: Sequence[Scored], weight: float, top_n: int) -> list[Scored]:
+def add_session_support(
+    scored: Sequence[Scored], weight: float, top_n: int, window: int = 0
+) -> list[Scored]:
     """Raise each passage by `weight` x the mean score of the `top_n` best passages of its
     session (itself included) and sort again, best first (ties keep their order).
 
     Evidence for a question tends to sit in the session where the question's topic was
     discussed; a passage in a session with several strong passages is more likely relevant
-    than an equally scored stray one. weight 0 returns the input order unchanged.
+    than an equally scored stray one. With `window` > 0 only passages at most `window` turns
+    away in the same session count: a long session covers many topics, and its strong
+    passages elsewhere say little about this one. weight 0 returns the input order unchanged.
     """
     if weight <= 0 or not scored:
         return list(scored)
-    by_session: dict[tuple[str, str], list[float]] = {}
+    by_session: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for item in scored:
         turn = item.candidate.passage.turn
-        by_session.setdefault((turn.namespace, turn.session_id), []).append(item.score)
-    support = {
-        key: sum(sorted(values, reverse=True)[:top_n]) / min(top_n, len(values))
-        for key, values in by_session.items()
-    }
+        key = (turn.namespace, turn.session_id)
+        by_session.setdefault(key, []).append((turn.position, item.score))
+    whole = {key: _mean_of_best([s for _, s in v], top_n) for key, v in by_session.items()}
     raised = []
     for item in scored:
         turn = item.candidate.passage.turn
-        bonus = weight * support[(turn.namespace, turn.session_id)]
-        raised.append(dataclasses.replace(item, score=item.score + bonus))
+        key = (turn.namespace, turn.session_id)
+        if window > 0:
+            near = [s for p, s in by_session[key] if abs(p - turn.position) <= window]
+            support = _mean_of_best(near, top_n)
+        else:
+            support = whole[key]
+        raised.append(dataclasses.replace(item, score=item.score + weight * support))
     order = sorted(range(len(raised)), key=lambda i: (-raised[i].score, i))
     return [raised[i] for i in order]
+
+
+def _mean_of_best(values: Sequence[float], top_n: int) -> float:
+    best = sorted(values, reverse=True)[:top_n]
+    return sum(best) / len(best)

@@ -23,7 +23,7 @@ from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.expand import expand_entities
-from smartsearch_mcp.pipeline.passages import split_into_passages
+from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.rank import ScoreJob, add_session_support, fuse, run_scorers
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
@@ -368,7 +368,9 @@ class RecallPipeline:
         weights = {name: self.config.rank.weights.get(name, 1.0) for name in scores}
         rank_cfg = self.config.rank
         fused = fuse(candidates, scores, rank_cfg.rrf_k, weights)
-        fused = add_session_support(fused, rank_cfg.session_weight, rank_cfg.session_top)
+        fused = add_session_support(
+            fused, rank_cfg.session_weight, rank_cfg.session_top, rank_cfg.session_window
+        )
         return fused, sorted(scores), _dedupe(warnings), timings
 
     # ------------------------------------------------------------------ corpora
@@ -433,6 +435,9 @@ class RecallPipeline:
         cache = self._passage_cache
         out: list[Passage] = []
         for turn in turns:
+            if not may_split(turn.text, cfg.max_words):  # one passage: nothing to cache
+                out.append(Passage(turn=turn, start=0, end=len(turn.text)))
+                continue
             key = (turn.id, turn.content_hash)
             passages = cache.get(key)
             if passages is None:
@@ -640,7 +645,7 @@ class RecallPipeline:
                 bi_encoder.model_id + variant, batch
             ):
                 passages = self._passages(turns)
-                texts = Corpus.build(passages).texts
+                texts: Sequence[str] = [ranking_text(p) for p in passages]
                 if variant == CONTEXT_SUFFIX:
                     texts = await self._context_texts(passages, texts)
                 await self._vectors_for(passages, texts, bi_encoder, variant)

@@ -11,6 +11,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 
@@ -34,7 +35,7 @@ class Corpus:
     """The passages one scope can see, with what repeated queries reuse."""
 
     passages: list[Passage]
-    texts: list[str]  # what rankers read: "speaker: text"
+    texts: Sequence[str]  # what rankers read: "speaker: text" (see `RankingTexts`)
     lowered: list[str]
     stats: CorpusStats | None = None
     vectors: np.ndarray | None = None  # unit vectors, row i for passages[i]
@@ -47,8 +48,8 @@ class Corpus:
 
     @classmethod
     def build(cls, passages: list[Passage]) -> Corpus:
-        texts = [ranking_text(p) for p in passages]
-        return cls(passages=passages, texts=texts, lowered=[t.lower() for t in texts])
+        lowered = [ranking_text(p).lower() for p in passages]
+        return cls(passages=passages, texts=RankingTexts(passages), lowered=lowered)
 
     def speakers(self) -> frozenset[str]:
         """The names of everyone who speaks in these passages (full names and first names)."""
@@ -65,6 +66,29 @@ class Corpus:
         if self.stats is None:
             self.stats = CorpusStats.from_texts(self.lowered, max_texts=self.stats_sample)
         return self.stats
+
+
+class RankingTexts(Sequence[str]):
+    """The ranking text of each passage, made when it is read: a scope of a million turns
+    keeps only its lowered texts (for matching), not a second copy for the rankers, which
+    read a few hundred candidates."""
+
+    def __init__(self, passages: Sequence[Passage]) -> None:
+        self._passages = passages
+
+    def __len__(self) -> int:
+        return len(self._passages)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [ranking_text(p) for p in self._passages[index]]
+        return ranking_text(self._passages[index])
 
 
 def ranking_text(passage: Passage) -> str:

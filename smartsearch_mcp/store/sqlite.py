@@ -14,7 +14,7 @@ import logging
 import os
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -653,8 +653,9 @@ class SQLiteStore:
         return _PreparedTurn(speaker, role, text, timestamp, timestamp_raw, metadata_json, digest)
 
     async def _fetch_turns(self, sql_text: str, params: Sequence[Any]) -> list[Turn]:
+        shared = _SharedValues()
         async with self._reader.execute(sql_text, params) as cursor:
-            return [_row_to_turn(row) async for row in cursor]
+            return [_row_to_turn(row, shared) async for row in cursor]
 
 
 # ---------------------------------------------------------------------- module helpers
@@ -693,21 +694,48 @@ def _check_encodable(where: str, text: str) -> None:
         ) from exc
 
 
-def _row_to_turn(row: Sequence[Any]) -> Turn:
+class _SharedValues:
+    """One string object per distinct value among the rows of one read.
+
+    Turns repeat their namespace, session, speaker, role and timestamps: a read of a million
+    turns (what grep mode keeps in memory) would otherwise hold a million copies of each —
+    about 350 bytes per turn. Bounded: past `limit` distinct values it starts afresh.
+    """
+
+    def __init__(self, limit: int = 50_000) -> None:
+        self._values: dict[Any, Any] = {}
+        self._limit = limit
+
+    def __call__(self, value: Any) -> Any:
+        values = self._values
+        found = values.get(value)
+        if found is None:
+            if len(values) >= self._limit:
+                values.clear()
+            values[value] = found = value
+        return found
+
+
+def _row_to_turn(row: Sequence[Any], shared: Callable[[Any], Any] | None = None) -> Turn:
+    same = shared if shared is not None else _unshared
     return Turn(
         id=int(row[0]),
-        namespace=row[1],
-        session_id=row[2],
+        namespace=same(row[1]),
+        session_id=same(row[2]),
         position=int(row[3]),
-        speaker=row[4],
-        role=row[5],
+        speaker=same(row[4]),
+        role=same(row[5]),
         text=row[6],
-        timestamp=row[7],
-        timestamp_raw=row[8],
-        created_at=row[9],
+        timestamp=same(row[7]),
+        timestamp_raw=same(row[8]),
+        created_at=same(row[9]),
         metadata=json.loads(row[10]) if row[10] else {},
         content_hash=row[11],
     )
+
+
+def _unshared(value: Any) -> Any:
+    return value
 
 
 async def _refresh_sessions(

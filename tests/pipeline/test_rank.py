@@ -51,6 +51,24 @@ def test_session_support_averages_only_the_best_top_n_of_a_session() -> None:
     assert ids(add_session_support(items, weight=1.0, top_n=2)) == [3, 4, 1, 2]
 
 
+def test_a_session_window_counts_only_the_passages_near_each_one() -> None:
+    def at(turn_id: int, position: int, score: float) -> Scored:
+        passage = make_passage(turn_id, f"turn {turn_id}", session_id="long", position=position)
+        return Scored(candidate=Candidate(passage=passage, lexical_score=1.0), score=score)
+
+    # A long session: two strong passages about one topic (positions 0-1) and a weaker
+    # one far away (position 50) that the whole-session support would lift just as much.
+    items = [at(1, 0, 1.0), at(2, 1, 0.9), at(3, 50, 0.5), at(4, 60, 0.45), at(5, 61, 0.45)]
+    whole = add_session_support(items, weight=1.0, top_n=2)
+    near = add_session_support(items, weight=1.0, top_n=2, window=5)
+
+    assert [round(s.score, 3) for s in whole] == [1.95, 1.85, 1.45, 1.4, 1.4]
+    # Position 50 stands alone (support 0.5); 60 and 61 support each other (0.45).
+    assert ids(near) == [1, 2, 3, 4, 5]
+    assert [round(s.score, 3) for s in near] == [1.95, 1.85, 1.0, 0.9, 0.9]
+    assert add_session_support(items, 1.0, 2, window=100) == whole
+
+
 def test_session_support_of_weight_zero_changes_nothing() -> None:
     items = scored((1, "a", 0.2), (2, "b", 0.9))
     assert add_session_support(items, weight=0.0, top_n=3) == items
