@@ -69,7 +69,6 @@ class Turn:
     timestamp_raw: str | None  # the string the caller gave
     created_at: str  # ISO 8601 UTC, when it was stored
     metadata: dict[str, Any]
-    content_hash: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,6 @@ def make_turn(turn_id: int = 1, text: str = "hello", **fields: Any) -> Turn:
         "timestamp_raw": None,
         "created_at": "2024-01-01T00:00:00Z",
         "metadata": {},
-        "content_hash": str(turn_id),
     }
     values.update(fields)
     return Turn(**values)

@@ -196,7 +196,7 @@ NOW = datetime(2025, 6, 2, 9, 15, 11, tzinfo=UTC)
 
 def _stored_turn(role: str, text: str, when: datetime, **metadata: str) -> Turn:
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Turn(1, "ns", "s", 0, role, role, text, stamp, stamp, stamp, metadata, "h")
+    return Turn(1, "ns", "s", 0, role, role, text, stamp, stamp, stamp, metadata)
 
 
 def _input(role: str, text: str, when: datetime, **metadata: str) -> TurnInput:

@@ -32,7 +32,7 @@ TURNS = [
 
 
 def _turn(text: str, id: int = 1) -> Turn:
-    return Turn(id, "ns", "s", 0, None, "user", text, "2024-01-01T00:00:00", None, "", {}, "h")
+    return Turn(id, "ns", "s", 0, None, "user", text, "2024-01-01T00:00:00", None, "", {})
 
 
 def _scan(pattern: str, texts: list[str], use_regex: bool = False, limit: int = 50):

@@ -36,6 +36,22 @@ async def test_remember_returns_ids_in_input_order_and_stores_text_verbatim(stor
     assert result.stored == 4 and result.duplicates_skipped == 0
 
 
+async def test_turns_read_together_share_their_repeated_values_and_no_metadata(store):
+    inputs = [TurnInput(f"turn {i}", speaker="Ann", timestamp="2024-05-01") for i in range(3)]
+    inputs.append(TurnInput("tagged", speaker="Bob", metadata={"tag": "x"}))
+    await store.remember("ns", "s1", inputs)
+
+    turns = await store.scope_turns(Scope(namespaces=("ns",)))
+
+    first, second = turns[0], turns[1]
+    assert first.session_id is second.session_id and first.speaker is second.speaker
+    assert first.timestamp is second.timestamp and first.created_at is second.created_at
+    assert first.metadata == {} and first.metadata is second.metadata
+    with pytest.raises(TypeError, match="read-only"):
+        first.metadata["key"] = "value"  # shared: a change would reach every turn
+    assert second.metadata == {} and turns[3].metadata == {"tag": "x"}
+
+
 async def test_duplicate_turns_are_skipped_counted_and_mapped_to_the_stored_id(store):
     first = await store.remember("ns", "s1", [TurnInput("hi", "A", timestamp="2024-01-01")])
     again = await store.remember(

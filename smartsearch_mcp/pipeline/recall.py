@@ -438,7 +438,7 @@ class RecallPipeline:
             if not may_split(turn.text, cfg.max_words):  # one passage: nothing to cache
                 out.append(Passage(turn=turn, start=0, end=len(turn.text)))
                 continue
-            key = (turn.id, turn.content_hash)
+            key = (turn.id, turn.text)  # an id freed by `forget` may come back
             passages = cache.get(key)
             if passages is None:
                 passages = split_into_passages(turn, cfg.max_words, cfg.overlap_words)

@@ -49,7 +49,7 @@ ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model":
 
 _TURN_COLUMNS = (
     "id, namespace, session_id, position, speaker, role, text, timestamp, timestamp_raw, "
-    "created_at, metadata, content_hash"
+    "created_at, metadata"
 )
 
 
@@ -193,7 +193,8 @@ class SQLiteStore:
             )
             if rows:
                 await db.executemany(
-                    f"INSERT INTO turns ({_TURN_COLUMNS}) VALUES ({_marks(12)})", rows
+                    f"INSERT INTO turns ({_TURN_COLUMNS}, content_hash) VALUES ({_marks(12)})",
+                    rows,
                 )
                 # The new turns hold ids rows[0][0] .. next_id - 1 (this transaction holds
                 # the write lock). One statement lets FTS5 index them in one go.
@@ -694,6 +695,20 @@ def _check_encodable(where: str, text: str) -> None:
         ) from exc
 
 
+class _ReadOnlyDict(dict[str, Any]):
+    """An empty metadata dict shared by every turn stored without metadata (most of them),
+    instead of one empty dict per turn; it refuses changes, so sharing it is safe."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the metadata of a stored turn is read-only")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+
+_NO_METADATA = _ReadOnlyDict()
+
+
 class _SharedValues:
     """One string object per distinct value among the rows of one read.
 
@@ -729,8 +744,7 @@ def _row_to_turn(row: Sequence[Any], shared: Callable[[Any], Any] | None = None)
         timestamp=same(row[7]),
         timestamp_raw=same(row[8]),
         created_at=same(row[9]),
-        metadata=json.loads(row[10]) if row[10] else {},
-        content_hash=row[11],
+        metadata=json.loads(row[10]) if row[10] not in (None, "", "{}") else _NO_METADATA,
     )
 
 

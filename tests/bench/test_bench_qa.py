@@ -37,7 +37,6 @@ def scored(turn_id: int, session: str, position: int, text: str, when: str) -> S
         timestamp_raw=when,
         created_at=when,
         metadata={},
-        content_hash=str(turn_id),
     )
     return Scored(Candidate(Passage(turn, 0, len(text)), 1.0), 1.0)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.pipeline.passages import split_into_passages
+from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.types import Passage, Turn
 
 
@@ -25,7 +25,6 @@ def make_turn(text: str) -> Turn:
         timestamp_raw=None,
         created_at="2024-01-01T00:00:00Z",
         metadata={},
-        content_hash="h",
     )
 
 
@@ -117,3 +116,14 @@ def test_passages_are_exact_ordered_slices_covering_the_text(
         assert passage.text == text[passage.start : passage.end]
         assert len(passage.text.split()) <= max_words
     assert split_into_passages(turn, max_words, overlap) == passages
+
+
+@given(st.text(alphabet=st.sampled_from("ab \n\t."), max_size=80), st.integers(1, 40))
+def test_a_text_too_short_to_split_never_holds_more_words_than_a_passage(
+    text: str, max_words: int
+) -> None:
+    if not may_split(text, max_words):
+        assert len(text.split()) <= max_words
+        assert split_into_passages(make_turn(text), max_words, 0) == [
+            Passage(turn=make_turn(text), start=0, end=len(text))
+        ]

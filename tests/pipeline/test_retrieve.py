@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 
 from smartsearch_mcp.pipeline.analyze import analyze_query
 from smartsearch_mcp.pipeline.retrieve import (
+    Corpus,
     dense_query,
+    ranking_text,
     said_by_named,
     select_candidates,
     top_indices,
@@ -125,3 +127,14 @@ def test_passages_said_by_someone_the_question_names_are_marked() -> None:
     analysis = analyze_query("What does Ann do to relax?", None)
     assert said_by_named(passages, analysis) == [1.0, 0.0, 0.0, 1.0]
     assert said_by_named(passages, analyze_query("what is for dinner", None)) == [0.0] * 4
+
+
+def test_a_corpus_makes_ranking_texts_on_demand_and_matches_their_lowered_form() -> None:
+    passages = [make_passage(i, f"Text {i}", speaker=s) for i, s in enumerate(["Ann", None, "Bo"])]
+
+    corpus = Corpus.build(passages)
+
+    assert len(corpus.texts) == 3
+    assert list(corpus.texts) == ["Ann: Text 0", "Text 1", "Bo: Text 2"]
+    assert corpus.texts[1:] == [ranking_text(p) for p in passages[1:]]
+    assert corpus.lowered == [t.lower() for t in corpus.texts]
