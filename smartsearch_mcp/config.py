@@ -93,6 +93,9 @@ class RankConfig:
     session_weight: float = 0.0
     session_top: int = 3
     session_window: int = 0
+    # The user turn an assistant passage replies to rises to at least reply_credit x that
+    # passage's fused score (0 disables).
+    reply_credit: float = 0.0
     # A recall embeds at most this many passages that have no cached vector yet; the rest
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.
@@ -112,6 +115,8 @@ class RankConfig:
             raise ConfigError("config key rank.session_weight must not be negative")
         if self.embed_on_recall < 0:
             raise ConfigError("config key rank.embed_on_recall must not be negative")
+        if not 0 <= self.reply_credit <= 1:
+            raise ConfigError("config key rank.reply_credit must be between 0 and 1")
         if self.session_window < 0:
             raise ConfigError("config key rank.session_window must not be negative")
 

@@ -40,6 +40,7 @@ def test_the_offline_preset_uses_only_models_that_install_from_the_registry():
         ("[rank]\nscorers = ['cross_encoder', 'magic']\n", "magic"),
         ("[rank]\nweights = { lexical = 'high' }\n", "rank.weights"),
         ("[rank]\nsession_window = -2\n", "rank.session_window"),
+        ("[rank]\nreply_credit = 1.5\n", "rank.reply_credit"),
         ("[rank]\nembed_on_recall = -1\n", "rank.embed_on_recall"),
         ("truncation = 3\n", "truncation"),
         ("[store\n", "not valid TOML"),

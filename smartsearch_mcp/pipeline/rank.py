@@ -110,6 +110,42 @@ def add_session_support(
     return [raised[i] for i in order]
 
 
+def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored]:
+    """Raise the user turn each assistant passage replies to (the turn just before it in its
+    session) to at least `credit` x the passage's score, and sort again, best first. A turn
+    raised to its reply's score comes just ahead of it, in conversation order.
+
+    An assistant's reply repeats the user's words at length and so outranks them, while the
+    user's turn holds what was actually said ("I've set work-free Sundays starting May 5"
+    before a long piece of advice about boundaries). Only turns among `scored` rise, through
+    their first passage; credit 0 returns the input order unchanged.
+    """
+    if credit <= 0 or not scored:
+        return list(scored)
+    first_passage: dict[tuple[str, str, int], int] = {}
+    for index, item in enumerate(scored):
+        passage = item.candidate.passage
+        if passage.start == 0 and passage.turn.role == "user":
+            turn = passage.turn
+            first_passage[(turn.namespace, turn.session_id, turn.position)] = index
+    raised = [item.score for item in scored]
+    order_key = [float(index) for index in range(len(scored))]
+    for index, item in enumerate(scored):
+        turn = item.candidate.passage.turn
+        if turn.role != "assistant":
+            continue
+        answered = first_passage.get((turn.namespace, turn.session_id, turn.position - 1))
+        if answered is not None and credit * item.score > raised[answered]:
+            raised[answered] = credit * item.score
+            order_key[answered] = index - 0.5
+    out = [
+        item if raised[i] == item.score else dataclasses.replace(item, score=raised[i])
+        for i, item in enumerate(scored)
+    ]
+    order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
+    return [out[i] for i in order]
+
+
 def _mean_of_best(values: Sequence[float], top_n: int) -> float:
     best = sorted(values, reverse=True)[:top_n]
     return sum(best) / len(best)

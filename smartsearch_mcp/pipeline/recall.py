@@ -24,7 +24,13 @@ from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.expand import expand_entities
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
-from smartsearch_mcp.pipeline.rank import ScoreJob, add_session_support, fuse, run_scorers
+from smartsearch_mcp.pipeline.rank import (
+    ScoreJob,
+    add_session_support,
+    credit_replied_turns,
+    fuse,
+    run_scorers,
+)
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
     Corpus,
@@ -371,6 +377,7 @@ class RecallPipeline:
         fused = add_session_support(
             fused, rank_cfg.session_weight, rank_cfg.session_top, rank_cfg.session_window
         )
+        fused = credit_replied_turns(fused, rank_cfg.reply_credit)
         return fused, sorted(scores), _dedupe(warnings), timings
 
     # ------------------------------------------------------------------ corpora

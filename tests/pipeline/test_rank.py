@@ -8,8 +8,8 @@ from factories import make_passage
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.pipeline.rank import add_session_support, fuse
-from smartsearch_mcp.types import Candidate, Scored
+from smartsearch_mcp.pipeline.rank import add_session_support, credit_replied_turns, fuse
+from smartsearch_mcp.types import Candidate, Passage, Scored
 
 
 def candidate(turn_id: int, session: str, lexical: float = 1.0) -> Candidate:
@@ -91,3 +91,67 @@ def test_session_support_keeps_every_passage_and_sorts_best_first(
         assert [i for i in ids(out) if rows[i][0] == session] == [
             i for i in ids(items) if rows[i][0] == session
         ]
+
+
+def said(turn_id: int, position: int, role: str, score: float, start: int = 0) -> Scored:
+    text = f"turn {turn_id} " * 5
+    passage = make_passage(turn_id, text, session_id="s", position=position, role=role)
+    if start:
+        passage = Passage(turn=passage.turn, start=start, end=len(text))
+    return Scored(candidate=Candidate(passage=passage, lexical_score=1.0), score=score)
+
+
+def test_the_user_turn_a_strong_reply_answers_rises_just_ahead_of_it() -> None:
+    items = [
+        said(11, 1, "assistant", 0.9),  # a long reply to turn 10
+        said(20, 5, "user", 0.6),
+        said(10, 0, "user", 0.3),  # what the user said: the evidence
+    ]
+
+    out = credit_replied_turns(items, credit=1.0)
+
+    assert ids(out) == [10, 11, 20]
+    assert [s.score for s in out] == [0.9, 0.9, 0.6]
+    assert ids(credit_replied_turns(items, credit=0.5)) == [11, 20, 10]  # raised to 0.45
+    assert credit_replied_turns(items, credit=0.0) == items
+
+
+def test_only_a_user_turn_just_before_an_assistant_passage_is_credited() -> None:
+    items = [
+        said(12, 2, "user", 0.9),  # a user turn after a user turn
+        said(11, 1, "user", 0.1),
+        said(51, 31, "user", 0.85),  # a user turn never lifts the assistant before it
+        said(50, 30, "assistant", 0.15),
+        said(30, 9, "assistant", 0.8),  # turn 8 is not among the passages
+        said(40, 20, "assistant", 0.7, start=40),  # a later passage of turn 40 ...
+        said(39, 19, "user", 0.2),  # ... still credits the turn it answers
+        said(38, 18, "user", 0.05, start=40),  # not a first passage: never raised
+    ]
+
+    out = credit_replied_turns(items, credit=1.0)
+
+    scores = {s.candidate.passage.turn.id: s.score for s in out}
+    assert scores == {12: 0.9, 11: 0.1, 51: 0.85, 50: 0.15, 30: 0.8, 40: 0.7, 39: 0.7, 38: 0.05}
+    assert ids(out) == [12, 51, 30, 39, 40, 50, 11, 38]
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 8), st.sampled_from(["user", "assistant"]), st.floats(0, 1)),
+        max_size=20,
+        unique_by=lambda row: row[0],
+    ),
+    st.floats(0, 1),
+)
+def test_reply_credit_keeps_every_passage_never_lowers_a_score_and_sorts_best_first(
+    rows: list[tuple[int, str, float]], credit: float
+) -> None:
+    items = [said(100 + p, p, role, x) for p, role, x in rows]
+    items.sort(key=lambda s: -s.score)
+
+    out = credit_replied_turns(items, credit)
+
+    assert sorted(ids(out)) == sorted(ids(items))
+    before = {s.candidate.passage.turn.id: s.score for s in items}
+    assert all(s.score >= before[s.candidate.passage.turn.id] for s in out)
+    assert all(a.score >= b.score for a, b in itertools.pairwise(out))

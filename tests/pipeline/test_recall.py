@@ -149,6 +149,32 @@ async def test_configured_rankers_run_in_parallel_worker_threads(store):
     assert result.passages[0].candidate.passage.turn.text == "I adopted a puppy called Biscuit."
 
 
+async def test_reply_credit_puts_the_users_turn_ahead_of_the_assistant_reply_echoing_it(store):
+    await store.remember(
+        "ns",
+        "chat",
+        [
+            TurnInput("I set work-free Sundays starting May 5.", role="user"),
+            TurnInput(
+                "Work-free Sundays are a great boundary! To keep work-free Sundays, plan "
+                "Sundays ahead and tell your team about your work-free Sundays.",
+                role="assistant",
+            ),
+            TurnInput("Any tips for a quiet morning?", role="user"),
+        ],
+    )
+    sundays = KeywordScorer("cross_encoder", "sundays")
+
+    async def first_turn(credit: float) -> str:
+        config = _config(rank={"scorers": ["cross_encoder"], "reply_credit": credit})
+        pipeline = RecallPipeline(store, config, FakeRegistry({"cross_encoder": sundays}))  # type: ignore[arg-type]
+        result = await pipeline.recall("work-free Sundays", SCOPE, 500)
+        return result.passages[0].candidate.passage.turn.role
+
+    assert await first_turn(0.0) == "assistant"
+    assert await first_turn(1.0) == "user"
+
+
 async def test_the_capacity_limiter_bounds_rankers_running_at_once(store):
     await _fill(store)
     shared = KeywordScorer("x", "biscuit", delay=0.05)
