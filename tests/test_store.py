@@ -256,6 +256,24 @@ async def test_reopening_keeps_turns_and_schema_version(tmp_path):
         await store.close()
 
 
+async def test_a_server_left_running_while_a_newer_release_migrates_writes_nothing(tmp_path):
+    path = tmp_path / "m.db"
+    store = await SQLiteStore.open(path)
+    try:
+        await store.remember("ns", "s1", [TurnInput("before the upgrade")])
+        newer = await store.schema_version() + 1
+        with sqlite3.connect(path) as db:  # what a newer release's migration leaves behind
+            db.execute("INSERT INTO schema_version VALUES (?, '2027-01-01T00:00:00Z')", (newer,))
+
+        with pytest.raises(InputError, match="restart the server"):
+            await store.remember("ns", "s1", [TurnInput("after the upgrade")])
+        with pytest.raises(InputError, match=f"schema version {newer}"):
+            await store.forget("ns", session_id="s1")
+        assert [t.text async for t in store.iter_turns()] == ["before the upgrade"]
+    finally:
+        await store.close()
+
+
 async def test_in_memory_database_works():
     store = await SQLiteStore.open(":memory:")
     try:

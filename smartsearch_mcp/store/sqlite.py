@@ -596,6 +596,7 @@ class SQLiteStore:
             db = self._writer
             await _begin_immediate(db)
             try:
+                await _check_not_upgraded(db)
                 yield db
                 await db.commit()
             except BaseException:
@@ -789,6 +790,21 @@ async def _current_version(db: aiosqlite.Connection) -> int:
     async with db.execute("SELECT MAX(version) FROM schema_version") as cursor:
         row = await cursor.fetchone()
     return int(row[0]) if row and row[0] is not None else 0
+
+
+async def _check_not_upgraded(db: aiosqlite.Connection) -> None:
+    """Refuse to write into a database a newer smartsearch-mcp migrated while this process
+    was running (an upgrade with a server still open): its writes could miss what the new
+    schema expects, e.g. indexing done by the writer rather than by a trigger."""
+    async with db.execute("SELECT MAX(version) FROM schema_version") as cursor:
+        row = await cursor.fetchone()
+    version = int(row[0]) if row and row[0] is not None else 0
+    if version > len(MIGRATIONS):
+        raise InputError(
+            f"the database was upgraded to schema version {version} by a newer smartsearch-mcp "
+            f"while this process ({len(MIGRATIONS)}) was running; nothing was written — "
+            "restart the server (or CLI) so it runs the new version"
+        )
 
 
 async def _begin_immediate(db: aiosqlite.Connection, attempts: int = 5) -> None:
