@@ -73,6 +73,15 @@ def compile_pattern(pattern: str, use_regex: bool) -> Any:
         ) from exc
 
 
+def literal_prefilter(pattern: str, use_regex: bool) -> str | None:
+    """The lowercase text every turn matching a literal ASCII pattern contains, for the store
+    to skip the other turns in SQL (None for a regex or a non-ASCII pattern, where SQLite's
+    ASCII-only case folding could skip a match)."""
+    if use_regex or not pattern.isascii():
+        return None
+    return pattern.lower()
+
+
 def check_limit(limit: int | None) -> int:
     value = DEFAULT_LIMIT if limit is None else limit
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIMIT:

@@ -180,8 +180,10 @@ class Memory:
         )
         result = grep_rules.GrepResult(pattern=pattern, regex=regex)
         scan = grep_rules.GrepScan(compiled, result, count)
+        # A literal ASCII pattern lets SQLite skip the turns that cannot match.
+        contains = grep_rules.literal_prefilter(pattern, regex)
         batch: list[Turn] = []
-        async for turn in self.store.iter_scope_turns(scope):
+        async for turn in self.store.iter_scope_turns(scope, contains=contains):
             batch.append(turn)
             if len(batch) >= 500:
                 await anyio.to_thread.run_sync(scan.scan, batch)
@@ -190,6 +192,8 @@ class Memory:
                     break
         if batch and not scan.done:
             await anyio.to_thread.run_sync(scan.scan, batch)
+        if contains is not None and not scan.done:  # every turn in scope was searched
+            result.turns_scanned = await self.store.count_turns(scope)
         return result
 
     async def timeline(

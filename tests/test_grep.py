@@ -6,14 +6,14 @@ from pathlib import Path
 
 import anyio
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
 from smartsearch_mcp import grep as grep_rules
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.server import create_server
-from smartsearch_mcp.types import InputError, Turn
+from smartsearch_mcp.types import InputError, Turn, TurnInput
 
 pytestmark = pytest.mark.anyio
 
@@ -129,3 +129,46 @@ async def test_grep_sees_only_its_namespace_unless_global_is_included(tmp_path: 
             await client.call_tool("remember", {"text": "project fact: tabs"})
             found = await client.call_tool("grep", {"pattern": "tabs"})
     assert {m["namespace"] for m in found.structured_content["matches"]} == {"proj", "global"}
+
+
+# Texts mixing ASCII with the characters whose case folding reaches ASCII letters (İ, the
+# Kelvin sign, long s) and other non-ASCII ones.
+_FOLD_TEXT = st.text(alphabet=st.sampled_from("aiksIKS İ\u212aſé.É-"), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=_FOLD_TEXT.filter(lambda p: p.strip()), text=_FOLD_TEXT)
+@example(pattern="kelvin", text="\u212aELVIN")
+@example(pattern="Is", text="\u0130\u017f")
+@example(pattern="é", text="É")
+def test_the_sql_prefilter_never_skips_a_turn_the_literal_match_finds(pattern: str, text: str):
+    import sqlite3
+
+    from smartsearch_mcp.store.queries import contains_ignoring_case
+
+    needle = grep_rules.literal_prefilter(pattern, use_regex=False)
+    matched = bool(_scan(pattern, [text]).hits)
+    if needle is None:
+        assert not pattern.isascii()
+        return
+    db = sqlite3.connect(":memory:")
+    passes = db.execute(f"SELECT {contains_ignoring_case('?')}", (text, needle)).fetchone()[0]
+    assert passes or not matched
+
+
+async def test_a_literal_grep_over_many_turns_reads_only_those_that_can_match(tmp_path: Path):
+    from smartsearch_mcp.memory import Memory
+
+    memory = await Memory.open(LEXICAL, tmp_path / "m.db", "proj")
+    try:
+        await memory.remember([TurnInput(f"routine note {i}") for i in range(1200)], "s1")
+        await memory.remember([TurnInput("the \u212aelvin sign spells KELVIN")], "s2")
+        found = await memory.grep("kelvin")
+        none = await memory.grep("no such words")
+        by_regex = await memory.grep("kel+vin", regex=True)
+    finally:
+        await memory.close()
+    assert [h.turn.session_id for h in found.hits] == ["s2"]
+    assert found.hits[0].match_count == 2
+    assert found.turns_scanned == none.turns_scanned == by_regex.turns_scanned == 1201
+    assert not none.hits and [h.turn.session_id for h in by_regex.hits] == ["s2"]

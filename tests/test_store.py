@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import uuid
 from pathlib import Path
 
 import anyio
@@ -270,6 +271,29 @@ async def test_a_server_left_running_while_a_newer_release_migrates_writes_nothi
         with pytest.raises(InputError, match=f"schema version {newer}"):
             await store.forget("ns", session_id="s1")
         assert [t.text async for t in store.iter_turns()] == ["before the upgrade"]
+    finally:
+        await store.close()
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    stamps=st.lists(st.sampled_from([None, "2024-01-01", "2024-01-02", "2023-12-31"]), max_size=12),
+    batch=st.integers(1, 4),
+)
+async def test_a_scan_pages_through_every_turn_most_recent_first(tmp_path, stamps, batch):
+    store = await SQLiteStore.open(tmp_path / f"scan-{uuid.uuid4().hex}.db")
+    try:
+        for i, stamp in enumerate(stamps):  # one session each: equal turns are not duplicates
+            await store.remember("ns", f"s{i}", [TurnInput(f"turn {i}", timestamp=stamp)])
+        await store.remember("other", "s", [TurnInput("out of scope")])
+
+        scanned = [t async for t in store.iter_scope_turns(Scope(("ns",)), batch=batch)]
+
+        everything = [t async for t in store.iter_turns() if t.namespace == "ns"]
+        expected = sorted(everything, key=lambda t: (t.timestamp or "", t.id), reverse=True)
+        assert [t.id for t in scanned] == [t.id for t in expected]
     finally:
         await store.close()
 

@@ -29,6 +29,21 @@ def scope_filter(scope: Scope, alias: str = "") -> tuple[str, list[Any]]:
     return " AND ".join(clauses), params
 
 
+# Under Unicode simple case folding exactly three non-ASCII characters match ASCII letters:
+# İ (i), K (the Kelvin sign, k) and ſ (long s). SQLite's lower() folds ASCII only.
+_FOLD_TO_ASCII = (("\u0130", "i"), ("\u212a", "k"), ("\u017f", "s"))
+
+
+def contains_ignoring_case(column: str) -> str:
+    """A condition true when `column` contains the lowercase ASCII text of the following `?`
+    parameter, ignoring case as a case-insensitive `regex`/`re` match of that text does: every
+    turn such a match finds passes (it may pass a few more, which the match then rejects)."""
+    folded = f"lower({column})"
+    for special, ascii_letter in _FOLD_TO_ASCII:
+        folded = f"replace({folded}, '{special}', '{ascii_letter}')"
+    return f"instr({folded}, ?) > 0"
+
+
 def fts_quote(term: str) -> str | None:
     """An FTS5 phrase for `term` with all query syntax neutralized, or None if nothing is left.
 

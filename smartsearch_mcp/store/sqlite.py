@@ -389,28 +389,62 @@ class SQLiteStore:
         )
         return turns[::-1] if latest else turns
 
-    async def iter_scope_turns(self, scope: Scope, batch: int = 1000) -> AsyncIterator[Turn]:
-        """Every turn of `scope`, most recent first, read in batches (for scans like grep)."""
+    async def iter_scope_turns(
+        self, scope: Scope, batch: int = 1000, contains: str | None = None
+    ) -> AsyncIterator[Turn]:
+        """Every turn of `scope`, most recent first (turns without a timestamp last, newest
+        first), read in batches (for scans like grep). With `contains` (lowercase ASCII),
+        only turns whose text holds it ignoring case (see `sql.contains_ignoring_case`).
+
+        Pages are keyed on (timestamp, id), which the `turns_time` index serves: each page
+        costs the same however deep the scan (ordering by an expression sorted the whole
+        scope for every page — 0.85 s per page at 300,000 turns).
+        """
         where, params = sql.scope_filter(scope)
-        after: tuple[str, int] | None = None
+        if contains is not None:
+            where = f"{where} AND {sql.contains_ignoring_case('text')}"
+            params.append(contains)
+        last: Turn | None = None
         while True:
-            page_where, page_params = where, list(params)
-            if after is not None:
-                page_where += (
-                    " AND (COALESCE(timestamp, '') < ? OR (COALESCE(timestamp, '') = ? AND id < ?))"
-                )
-                page_params += [after[0], after[0], after[1]]
+            page_where, page_params = f"{where} AND timestamp IS NOT NULL", list(params)
+            if last is not None:
+                page_where += " AND (timestamp, id) < (?, ?)"
+                page_params += [last.timestamp, last.id]
             turns = await self._fetch_turns(
                 f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
-                f"ORDER BY COALESCE(timestamp, '') DESC, id DESC LIMIT {int(batch)}",
+                f"ORDER BY timestamp DESC, id DESC LIMIT {int(batch)}",
                 page_params,
             )
-            if not turns:
-                return
             for turn in turns:
                 yield turn
+            if len(turns) < batch:
+                break
             last = turns[-1]
-            after = (last.timestamp or "", last.id)
+        below: int | None = None
+        while True:
+            page_where, page_params = f"{where} AND timestamp IS NULL", list(params)
+            if below is not None:
+                page_where += " AND id < ?"
+                page_params.append(below)
+            turns = await self._fetch_turns(
+                f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
+                f"ORDER BY id DESC LIMIT {int(batch)}",
+                page_params,
+            )
+            for turn in turns:
+                yield turn
+            if len(turns) < batch:
+                return
+            below = turns[-1].id
+
+    async def count_turns(self, scope: Scope) -> int:
+        """How many turns `scope` holds."""
+        where, params = sql.scope_filter(scope)
+        async with self._reader.execute(
+            f"SELECT count(*) FROM turns WHERE {where}", params
+        ) as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
 
     async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]:
         """(turn id, BM25 score — higher is better) for an FTS5 MATCH expression, best first,
