@@ -239,12 +239,15 @@ def _remember_line(haystacks: Sequence[dict[str, Any]]) -> str:
     line = f"Remembering {stored:,} turns took {remember_s:,.1f} s"
     if remember_s:
         line += f" ({stored / remember_s:,.0f} turns/s)"
+    cached = sum(h.get("embed_cache_hits") or 0 for h in haystacks)
     if embedded:
         line += (
             f"; embedding them ({embedded:,} passages, the work a server does in the "
             f"background after `remember`) took {embed_s:,.1f} s more, before any question "
             "was timed"
         )
+        if cached:
+            line += f" ({cached:,} of the vectors came from `--embed-cache`, not the model)"
     return line + "."
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -67,6 +67,11 @@ class RunOutput:
 class MemoryFactory(Protocol):
     """Opens a Memory per haystack database; `MemoryPool` is the real one."""
 
+    @property
+    def embed_cache_hits(self) -> int:
+        """Passage vectors served by an embedding cache so far (0 without one)."""
+        ...
+
     async def open(self, db_path: str | Path, namespace: str) -> Memory: ...
 
     async def release(self, memory: Memory) -> None: ...
@@ -102,6 +107,11 @@ class MemoryPool:
             max_text_chars=store_config.max_text_chars,
         )
         return Memory(store, self.config, self._owner.models, namespace)
+
+    @property
+    def embed_cache_hits(self) -> int:
+        """How many passage vectors the embedding cache has served in this run."""
+        return self._cache.hits if self._cache is not None else 0
 
     async def release(self, memory: Memory) -> None:
         """Close a Memory's database (the shared models stay loaded)."""
@@ -144,7 +154,9 @@ async def run_benchmark(
     pool = pool if pool is not None else MemoryPool(config, embed_cache=options.embed_cache)
     total = sum(len(questions) for _, questions in plan)
     progress = progress_bar(options.progress, total, benchmark.name, " q")
-    run = _Run(config, options, counter, output, progress)
+
+    factory = pool
+    run = _Run(config, options, counter, output, progress, lambda: factory.embed_cache_hits)
     try:
         for index, (haystack, questions) in enumerate(plan):
             with tempfile.TemporaryDirectory(prefix="smartsearch-bench-") as tmp:
@@ -183,6 +195,7 @@ class _Run:
     counter: TokenCounter
     output: RunOutput
     progress: Any
+    cache_hits: Callable[[], int]  # vectors served by the embedding cache so far
 
 
 async def _run_haystack(
@@ -198,9 +211,11 @@ async def _run_haystack(
     # What a running server does in the background after `remember`: embed the new turns
     # (a no-op without a bi-encoder), so questions are timed at steady state.
     progress.set_description(f"{haystack.name}: embedding")
+    hits_before = run.cache_hits()
     started = time.perf_counter()
     embedded = await memory.pipeline.embed_backlog()
     embed_s = time.perf_counter() - started
+    cached = run.cache_hits() - hits_before
     scope = Scope(namespaces=(memory.namespace,))
     turns = {turn.id: turn for turn in await memory.store.scope_turns(scope)}
     turn_tokens = {turn_id: counter.count(turn.text) for turn_id, turn in turns.items()}
@@ -219,6 +234,7 @@ async def _run_haystack(
             "remember_turns_per_s": round(stored / remember_s, 1) if remember_s else None,
             "embedded_passages": embedded,
             "embed_s": round(embed_s, 4),
+            "embed_cache_hits": cached,  # of those, vectors found in `--embed-cache`
         }
     )
     if warm_up:  # load the models before anything is timed

@@ -137,6 +137,8 @@ class FakeMemory:
 
 
 class FakePool:
+    embed_cache_hits = 0  # no embedding cache
+
     def __init__(self) -> None:
         self.opened: list[FakeMemory] = []
         self.closed = False

@@ -14,6 +14,7 @@ import pytest
 
 from smartsearch_mcp.bench.datasets import load_locomo_bench
 from smartsearch_mcp.bench.embed_cache import CachingEmbedder, EmbeddingCache
+from smartsearch_mcp.bench.report import _remember_line
 from smartsearch_mcp.bench.runner import RunOptions, run_benchmark
 from smartsearch_mcp.config import Config, ModelsConfig
 from smartsearch_mcp.models import ModelRegistry
@@ -117,6 +118,11 @@ async def test_a_second_run_embeds_nothing_and_ranks_exactly_the_same(
 
     assert stored > 0
     assert "hits, 0 misses" in caplog.text
+    embedded = sum(h["embedded_passages"] for h in second.haystacks)
+    assert embedded > 0
+    assert sum(h["embed_cache_hits"] for h in second.haystacks) == embedded
+    line = _remember_line(second.haystacks)
+    assert f"{embedded:,} of the vectors came from `--embed-cache`" in line
     assert second.rankers == first.rankers and "bi_encoder" in first.rankers
     keys = ("candidates", "systems", "candidate_recall")
     for a, b in zip(first.outcomes, second.outcomes, strict=True):
