@@ -95,7 +95,11 @@ class GrepOutput(BaseModel):
     pattern: str
     regex: bool
     matches: list[GrepMatchOut] = Field(description="Matching turns, most recent first.")
-    turns_scanned: int
+    turns_scanned: int = Field(
+        description="Turns searched: all turns in scope when the search ran to the end; when "
+        "it stopped early (`truncated`, or a warning), the turns read until then (for a "
+        "literal pattern, only those SQLite could not rule out)."
+    )
     truncated: bool = Field(description="More turns match than `limit`; narrow the search.")
     warnings: list[str]
 
