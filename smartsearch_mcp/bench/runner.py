@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -154,9 +154,7 @@ async def run_benchmark(
     pool = pool if pool is not None else MemoryPool(config, embed_cache=options.embed_cache)
     total = sum(len(questions) for _, questions in plan)
     progress = progress_bar(options.progress, total, benchmark.name, " q")
-
-    factory = pool
-    run = _Run(config, options, counter, output, progress, lambda: factory.embed_cache_hits)
+    run = _Run(config, options, counter, output, progress, pool)
     try:
         for index, (haystack, questions) in enumerate(plan):
             with tempfile.TemporaryDirectory(prefix="smartsearch-bench-") as tmp:
@@ -195,7 +193,7 @@ class _Run:
     counter: TokenCounter
     output: RunOutput
     progress: Any
-    cache_hits: Callable[[], int]  # vectors served by the embedding cache so far
+    pool: MemoryFactory
 
 
 async def _run_haystack(
@@ -211,11 +209,11 @@ async def _run_haystack(
     # What a running server does in the background after `remember`: embed the new turns
     # (a no-op without a bi-encoder), so questions are timed at steady state.
     progress.set_description(f"{haystack.name}: embedding")
-    hits_before = run.cache_hits()
+    hits_before = run.pool.embed_cache_hits
     started = time.perf_counter()
     embedded = await memory.pipeline.embed_backlog()
     embed_s = time.perf_counter() - started
-    cached = run.cache_hits() - hits_before
+    cached = run.pool.embed_cache_hits - hits_before
     scope = Scope(namespaces=(memory.namespace,))
     turns = {turn.id: turn for turn in await memory.store.scope_turns(scope)}
     turn_tokens = {turn_id: counter.count(turn.text) for turn_id, turn in turns.items()}

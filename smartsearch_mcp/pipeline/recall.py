@@ -442,8 +442,8 @@ class RecallPipeline:
         cache = self._passage_cache
         out: list[Passage] = []
         for turn in turns:
-            if not may_split(turn.text, cfg.max_words):  # one passage: nothing to cache
-                out.append(Passage(turn=turn, start=0, end=len(turn.text)))
+            if not may_split(turn.text, cfg.max_words):  # one passage, found without counting
+                out.extend(split_into_passages(turn, cfg.max_words, cfg.overlap_words))
                 continue
             key = (turn.id, turn.text)  # an id freed by `forget` may come back
             passages = cache.get(key)

@@ -404,38 +404,33 @@ class SQLiteStore:
         if contains is not None:
             where = f"{where} AND {sql.contains_ignoring_case('text')}"
             params.append(contains)
-        last: Turn | None = None
-        while True:
-            page_where, page_params = f"{where} AND timestamp IS NOT NULL", list(params)
-            if last is not None:
-                page_where += " AND (timestamp, id) < (?, ?)"
-                page_params += [last.timestamp, last.id]
-            turns = await self._fetch_turns(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
-                f"ORDER BY timestamp DESC, id DESC LIMIT {int(batch)}",
-                page_params,
-            )
-            for turn in turns:
-                yield turn
-            if len(turns) < batch:
-                break
-            last = turns[-1]
-        below: int | None = None
-        while True:
-            page_where, page_params = f"{where} AND timestamp IS NULL", list(params)
-            if below is not None:
-                page_where += " AND id < ?"
-                page_params.append(below)
-            turns = await self._fetch_turns(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
-                f"ORDER BY id DESC LIMIT {int(batch)}",
-                page_params,
-            )
-            for turn in turns:
-                yield turn
-            if len(turns) < batch:
-                return
-            below = turns[-1].id
+        # (rows, order, condition after the last row of a page, its parameters)
+        phases: tuple[tuple[str, str, str, Callable[[Turn], list[Any]]], ...] = (
+            (
+                "timestamp IS NOT NULL",
+                "timestamp DESC, id DESC",
+                "(timestamp, id) < (?, ?)",
+                lambda turn: [turn.timestamp, turn.id],
+            ),
+            ("timestamp IS NULL", "id DESC", "id < ?", lambda turn: [turn.id]),
+        )
+        for rows, order, after, after_params in phases:
+            last: Turn | None = None
+            while True:
+                page_where, page_params = f"{where} AND {rows}", list(params)
+                if last is not None:
+                    page_where += f" AND {after}"
+                    page_params += after_params(last)
+                turns = await self._fetch_turns(
+                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
+                    f"ORDER BY {order} LIMIT {int(batch)}",
+                    page_params,
+                )
+                for turn in turns:
+                    yield turn
+                if len(turns) < batch:
+                    break
+                last = turns[-1]
 
     async def count_turns(self, scope: Scope) -> int:
         """How many turns `scope` holds."""
@@ -585,6 +580,7 @@ class SQLiteStore:
     async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]:
         """For each turn id, the turn said just before it in its session (when there is one)."""
         found: dict[int, Turn] = {}
+        shared = _SharedValues()
         for chunk in _chunks([_check_id(i) for i in ids], 500):
             async with self._reader.execute(
                 "SELECT t.id, "
@@ -595,7 +591,7 @@ class SQLiteStore:
                 chunk,
             ) as cursor:
                 async for row in cursor:
-                    found[int(row[0])] = _row_to_turn(row[1:])
+                    found[int(row[0])] = _row_to_turn(row[1:], shared)
         return found
 
     async def backup(self, destination: str | Path) -> None:
@@ -766,8 +762,7 @@ class _SharedValues:
         return found
 
 
-def _row_to_turn(row: Sequence[Any], shared: Callable[[Any], Any] | None = None) -> Turn:
-    same = shared if shared is not None else _unshared
+def _row_to_turn(row: Sequence[Any], same: _SharedValues) -> Turn:
     return Turn(
         id=int(row[0]),
         namespace=same(row[1]),
@@ -781,10 +776,6 @@ def _row_to_turn(row: Sequence[Any], shared: Callable[[Any], Any] | None = None)
         created_at=same(row[9]),
         metadata=json.loads(row[10]) if row[10] not in (None, "", "{}") else _NO_METADATA,
     )
-
-
-def _unshared(value: Any) -> Any:
-    return value
 
 
 async def _refresh_sessions(
@@ -830,9 +821,7 @@ async def _check_not_upgraded(db: aiosqlite.Connection) -> None:
     """Refuse to write into a database a newer smartsearch-mcp migrated while this process
     was running (an upgrade with a server still open): its writes could miss what the new
     schema expects, e.g. indexing done by the writer rather than by a trigger."""
-    async with db.execute("SELECT MAX(version) FROM schema_version") as cursor:
-        row = await cursor.fetchone()
-    version = int(row[0]) if row and row[0] is not None else 0
+    version = await _current_version(db)
     if version > len(MIGRATIONS):
         raise InputError(
             f"the database was upgraded to schema version {version} by a newer smartsearch-mcp "
