@@ -448,3 +448,34 @@ async def test_the_full_text_index_matches_the_turns_after_any_remember_sequence
         assert len(hits) == stored
     finally:
         await store.close()
+
+
+async def test_scope_pages_read_a_scope_in_id_order_up_to_a_turn(store):
+    first = await store.remember("ns", "a", [TurnInput(f"a{i}") for i in range(5)])
+    await store.remember("other", "b", [TurnInput(f"b{i}") for i in range(3)])
+    second = await store.remember("ns", "c", [TurnInput(f"c{i}") for i in range(4)])
+    scope = Scope(("ns",))
+
+    pages = [[t.id for t in page] async for page in store.scope_pages(scope, batch=4)]
+    assert [len(p) for p in pages] == [4, 4, 1]
+    assert [i for page in pages for i in page] == [t.id for t in await store.scope_turns(scope)]
+
+    upto = [t.id async for page in store.scope_pages(scope, 4, first.ids[-1]) for t in page]
+    assert upto == first.ids
+    assert second.ids[0] not in upto
+
+
+async def test_scope_size_counts_turns_and_characters_exactly_or_by_sampling(store, monkeypatch):
+    texts = [("x" * (i % 7 + 1)) + f" {i}" for i in range(300)]
+    result = await store.remember("ns", "s", [TurnInput(t) for t in texts])
+    await store.remember("other", "s", [TurnInput("y" * 1000)])
+    chars = sum(len(t) for t in texts)
+    assert await store.scope_size(Scope(("ns",))) == (300, chars, result.ids[-1])
+
+    import smartsearch_mcp.store.sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "SIZE_EXACT_TURNS", 10)
+    turns, estimate, last = await store.scope_size(Scope(("ns",)))
+    assert (turns, last) == (300, result.ids[-1])
+    assert abs(estimate - chars) < 0.1 * chars  # never counting the other namespace's text
+    assert await store.scope_size(Scope(("empty",))) == (0, 0, 0)

@@ -205,13 +205,19 @@ class CorpusStats:
         (counts scaled to the whole): idf needs proportions, not exact counts, and tokenizing
         every text of a large scope on each query would dominate recall.
         """
+        total = len(texts)
+        sample = [texts[i] for i in sample_positions(total, max_texts)]
+        return cls.from_sample(sample, total, vocabulary)
+
+    @classmethod
+    def from_sample(
+        cls, texts: Sequence[str], total: int, vocabulary: Collection[str] | None = None
+    ) -> CorpusStats:
+        """Counts over `texts`, scaled to a corpus of `total` texts they were sampled from
+        (the texts at `sample_positions`)."""
         counts: Counter[str] = Counter()
         wanted = set(vocabulary) if vocabulary is not None else None
-        total = len(texts)
-        step = 1.0
-        if max_texts is not None and 0 < max_texts < total:
-            step = total / max_texts
-            texts = [texts[int(i * step)] for i in range(max_texts)]
+        step = total / len(texts) if 0 < len(texts) < total else 1.0
         for text in texts:
             words = distinct_words(text)
             counts.update(words if wanted is None else words & wanted)
@@ -219,6 +225,15 @@ class CorpusStats:
             scaled = {w: min(total, max(1, round(c * step))) for w, c in counts.items()}
             return cls(doc_freq=scaled, total_docs=total)
         return cls(doc_freq=dict(counts), total_docs=total)
+
+
+def sample_positions(total: int, max_texts: int | None) -> range | list[int]:
+    """Which of `total` texts `CorpusStats.from_texts` counts: all, or `max_texts` evenly
+    spaced ones (ascending)."""
+    if max_texts is None or not 0 < max_texts < total:
+        return range(total)
+    step = total / max_texts
+    return [int(i * step) for i in range(max_texts)]
 
 
 def select_prf_terms(

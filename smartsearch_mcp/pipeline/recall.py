@@ -10,7 +10,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -23,6 +23,7 @@ from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.expand import expand_entities
+from smartsearch_mcp.pipeline.lexical import EntityMention, find_entity_mentions
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.rank import (
     ScoreJob,
@@ -39,6 +40,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     add_speaker_bonus,
     context_text,
     dense_query,
+    estimated_corpus_mb,
     idf_weighted,
     lexical_scores,
     ranking_text,
@@ -46,6 +48,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     select_candidates,
     top_indices,
 )
+from smartsearch_mcp.pipeline.scan import ScanResult, ScopeIndex, scan_scope
 from smartsearch_mcp.pipeline.truncate import truncate_to_budget
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any, fts_quote
@@ -61,6 +64,7 @@ LEARNED = ("cross_encoder", "colbert", "bi_encoder")
 DENSE_SCOPE_LIMIT = 200_000
 EMBED_BATCH = 256
 CACHED_SCOPES = 8
+SCAN_PAGE = 2000  # turns per read of a streamed scope
 PASSAGE_CACHE_TURNS = 500_000
 ENTITY_CACHE_TEXTS = 100_000
 # Indexed mode, memories of at least PRUNE_FROM_TURNS turns: query terms found in more than
@@ -96,6 +100,16 @@ class EmbedBudget:
         )
 
 
+@dataclass
+class StreamedScope:
+    """A scope read from the store on each query instead of cached (see `scan`)."""
+
+    through_id: int  # its last turn when the plan was made: later turns wait for a new plan
+    turns: int
+    estimated_mb: float
+    index: ScopeIndex | None = None  # where its passages are, after the first scan
+
+
 @dataclass(frozen=True)
 class Ranking:
     """Stages 1–4 for one query: every candidate, scored and sorted best first."""
@@ -118,7 +132,9 @@ class RecallPipeline:
         self.config = config
         self.models = models
         self._limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
-        self._corpora: OrderedDict[tuple[Any, ...], tuple[int, Corpus]] = OrderedDict()
+        self._corpora: OrderedDict[tuple[Any, ...], tuple[int, Corpus | StreamedScope]] = (
+            OrderedDict()
+        )
         self._counter: TokenCounter | None = None
         # Turn texts never change, so what is derived from one text is cached across queries
         # (and across corpora, which the indexed mode builds per query).
@@ -208,16 +224,29 @@ class RecallPipeline:
         clock = _lap(timings, "analyze", clock)
 
         cfg = self.config.retrieval
+        exp = self.config.expansion
+        room = exp.max_entities * exp.per_entity // 2 if exp.enabled else 0
+        total = max(0, cfg.max_candidates - room)  # candidates before expansion
+        scan: ScanResult | None = None
         if cfg.mode == "indexed":
             corpus = await self._indexed_corpus(analysis, scope)
         else:
-            corpus = await self._scope_corpus(scope)
-        terms = idf_weighted(analysis.terms, corpus.lowered)
-        scores = lexical_scores(terms, corpus.lowered)
-        scores, _ = add_prf(analysis, scores, corpus, cfg.prf_docs, cfg.prf_terms)
-        scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
-        scores = add_speaker_bonus(scores, corpus.passages, analysis, cfg.speaker_bonus)
-        bm25 = await self._bm25(analysis, scope, corpus)
+            source = await self._scope_corpus(scope)
+            if isinstance(source, StreamedScope):
+                scan = await self._scan(analysis, scope, source, nlp, total)
+                corpus = scan.corpus
+            else:
+                corpus = source
+        if scan is not None:
+            scores, bm25 = scan.scores, scan.bm25
+            timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
+        else:
+            terms = idf_weighted(analysis.terms, corpus.lowered)
+            scores = lexical_scores(terms, corpus.lowered)
+            scores, _ = add_prf(analysis, scores, corpus, cfg.prf_docs, cfg.prf_terms)
+            scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
+            scores = add_speaker_bonus(scores, corpus.passages, analysis, cfg.speaker_bonus)
+            bm25 = await self._bm25(analysis, scope, corpus)
         clock = _lap(timings, "retrieve", clock)
 
         learned = self.learned_rankers()
@@ -229,7 +258,8 @@ class RecallPipeline:
             query_vector = await anyio.to_thread.run_sync(
                 bi_encoder.embed_query, embedded_query, limiter=self._limiter
             )
-            if cfg.mode == "grep" and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
+            whole = cfg.mode == "grep" and not corpus.partial
+            if whole and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
                 await self._fill_vectors(corpus, bi_encoder, budget)
         channels: dict[str, Any] = {"lexical": scores}
         quotas = {"lexical": cfg.lexical_candidates}
@@ -243,11 +273,10 @@ class RecallPipeline:
                 context = await self._fill_context_vectors(corpus, bi_encoder, budget)
                 channels["context"] = context @ query_vector
                 quotas["context"] = cfg.dense_candidates
-        exp = self.config.expansion
-        room = exp.max_entities * exp.per_entity // 2 if exp.enabled else 0
-        chosen = select_candidates(
-            channels, quotas, max(0, cfg.max_candidates - room), self.config.rank.rrf_k
-        )
+        if scan is not None:  # chosen over the whole scope while it was read
+            chosen = list(scan.chosen)
+        else:
+            chosen = select_candidates(channels, quotas, total, self.config.rank.rrf_k)
         chosen_set = set(chosen)
         clock = _lap(timings, "dense", clock)
 
@@ -385,30 +414,87 @@ class RecallPipeline:
     async def _bm25(self, analysis: QueryAnalysis, scope: Scope, corpus: Corpus) -> list[float]:
         """FTS5 BM25 score of each corpus passage's turn for the query's terms ([] when BM25
         is neither a ranker nor a candidate source)."""
-        cfg = self.config.retrieval
-        if "bm25" not in self.config.rank.scorers and cfg.bm25_candidates <= 0:
-            return []
         if corpus.bm25 is not None:  # indexed mode: the corpus came from this very search
-            by_turn = corpus.bm25
+            by_turn: dict[int, float] | None = corpus.bm25
         else:
-            match = fts_any(t.term for t in analysis.terms if t.kind != "variant")
-            hits = await self.store.search_fts(match, scope, max(cfg.max_candidates, 200) * 2)
-            by_turn = dict(hits)
+            by_turn = await self._bm25_hits(analysis, scope)
+        if by_turn is None:
+            return []
         return [by_turn.get(p.turn.id, 0.0) for p in corpus.passages]
 
-    async def _scope_corpus(self, scope: Scope) -> Corpus:
+    async def _bm25_hits(self, analysis: QueryAnalysis, scope: Scope) -> dict[int, float] | None:
+        """FTS5 BM25 by turn id of the best turns for the query's terms (None when BM25 is
+        neither a ranker nor a candidate source)."""
+        cfg = self.config.retrieval
+        if "bm25" not in self.config.rank.scorers and cfg.bm25_candidates <= 0:
+            return None
+        match = fts_any(t.term for t in analysis.terms if t.kind != "variant")
+        hits = await self.store.search_fts(match, scope, max(cfg.max_candidates, 200) * 2)
+        return dict(hits)
+
+    async def _scope_corpus(self, scope: Scope) -> Corpus | StreamedScope:
+        """The scope's passages, cached until anything is written — or, for a scope larger
+        than `retrieval.scope_cache_mb`, the plan to stream it (also cached)."""
         version = await self.store.data_version()
         key = (scope.namespaces, scope.session_id, scope.since, scope.until)
         cached = self._corpora.get(key)
         if cached is not None and cached[0] == version:
             self._corpora.move_to_end(key)
             return cached[1]
-        turns = await self.store.scope_turns(scope)
-        corpus = Corpus.build(self._passages(turns))
-        self._corpora[key] = (version, corpus)
+        source: Corpus | StreamedScope
+        turns, chars, last_id = await self.store.scope_size(scope)
+        size_mb = estimated_corpus_mb(turns, chars)
+        if size_mb > self.config.retrieval.scope_cache_mb:
+            source = StreamedScope(through_id=last_id, turns=turns, estimated_mb=size_mb)
+            log.info(
+                "scope of %d turns (about %.0f MB in memory) is streamed from the database "
+                "on each query (retrieval.scope_cache_mb = %d)",
+                turns,
+                size_mb,
+                self.config.retrieval.scope_cache_mb,
+            )
+        else:
+            source = Corpus.build(self._passages(await self.store.scope_turns(scope)))
+        self._corpora[key] = (version, source)
         while len(self._corpora) > CACHED_SCOPES:
             self._corpora.popitem(last=False)
-        return corpus
+        return source
+
+    async def _scan(
+        self,
+        analysis: QueryAnalysis,
+        scope: Scope,
+        streamed: StreamedScope,
+        nlp: Any,
+        total: int,
+    ) -> ScanResult:
+        """Stage 2 over a streamed scope (see `scan.scan_scope`)."""
+        passages_cfg = self.config.passages
+        exp = self.config.expansion
+
+        def pages() -> AsyncIterator[list[Turn]]:
+            return self.store.scope_pages(scope, SCAN_PAGE, streamed.through_id)
+
+        def split(turn: Turn) -> list[Passage]:  # not cached: the scope does not fit
+            return split_into_passages(turn, passages_cfg.max_words, passages_cfg.overlap_words)
+
+        def mentions(texts: list[str]) -> list[EntityMention]:
+            return find_entity_mentions(analysis, texts, nlp, exp.max_entities, self._entity_cache)
+
+        result = await scan_scope(
+            pages,
+            split,
+            analysis,
+            self.config.retrieval,
+            exp,
+            bm25_by_turn=await self._bm25_hits(analysis, scope),
+            total_candidates=total,
+            rrf_k=self.config.rank.rrf_k,
+            find_mentions=mentions,
+            index=streamed.index,
+        )
+        streamed.index = result.index
+        return result
 
     async def _indexed_corpus(self, analysis: QueryAnalysis, scope: Scope) -> Corpus:
         match = await self._selective_match([term.term for term in analysis.terms])
@@ -560,7 +646,7 @@ class RecallPipeline:
         """Vectors of the passages with the turn before them (see `context_text`)."""
         if corpus.context is None:
             corpus.context = await self._context_texts(corpus.passages, corpus.texts)
-        if self.config.retrieval.mode == "grep":
+        if self.config.retrieval.mode == "grep" and not corpus.partial:
             await self._fill_context_vectors(corpus, bi_encoder, budget)
         if corpus.context_vectors is not None:
             await self._fill_context_vectors(corpus, bi_encoder, budget, indices)

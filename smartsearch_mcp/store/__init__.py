@@ -3,7 +3,7 @@ methods it uses (see `MemoryStore`), so a server database can be added beside it
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Protocol
 
 from smartsearch_mcp.store.sqlite import SQLiteStore, check_name
@@ -17,6 +17,12 @@ class MemoryStore(Protocol):
     these and the pipeline runs on it unchanged."""
 
     async def scope_turns(self, scope: Scope) -> list[Turn]: ...
+
+    async def scope_size(self, scope: Scope) -> tuple[int, int, int]: ...
+
+    def scope_pages(
+        self, scope: Scope, batch: int = 2000, through_id: int | None = None
+    ) -> AsyncIterator[list[Turn]]: ...
 
     async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]: ...
 

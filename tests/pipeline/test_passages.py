@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import itertools
+import re
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
+from smartsearch_mcp.pipeline.passages import (
+    _BOUNDARY_RE,
+    _WORD_RE,
+    _word_count,
+    may_split,
+    split_into_passages,
+)
 from smartsearch_mcp.types import Passage, Turn
 
 
@@ -127,3 +134,19 @@ def test_a_text_too_short_to_split_never_holds_more_words_than_a_passage(
         assert split_into_passages(make_turn(text), max_words, 0) == [
             Passage(turn=make_turn(text), start=0, end=len(text))
         ]
+
+
+# The unit boundaries as first defined: after a sentence end (look-behind) or around a line
+# break. The faster pattern in use must end its matches at the same places.
+_REFERENCE_BOUNDARY = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\s*\n\s*")
+
+
+@given(st.text(alphabet=list("ab .!?…\"'”’)]\n\t\r\x0c\u2028\x85\xa0"), max_size=40))
+def test_unit_boundaries_end_where_the_reference_definition_ends_them(text: str) -> None:
+    ends = [m.end() for m in _BOUNDARY_RE.finditer(text)]
+    assert ends == [m.end() for m in _REFERENCE_BOUNDARY.finditer(text)]
+
+
+@given(st.text(max_size=60))
+def test_words_are_counted_as_the_word_pattern_finds_them(text: str) -> None:
+    assert _word_count(text) == len(_WORD_RE.findall(text))

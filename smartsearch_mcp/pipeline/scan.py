@@ -1,0 +1,344 @@
+"""Stage 2 for a scope too large to keep in memory: grep-mode retrieval, streamed.
+
+The grep mode normally keeps every passage of a scope in memory (`Corpus`), about 3 KB per
+long turn. Past `retrieval.scope_cache_mb` the scope is read from the store page by page
+instead, a few times per query, and only what the later stages can use is kept: one lexical
+score per passage (a float) and the passages that can become candidates, first hits or
+expansion results. Scores, candidates and expansion equal the cached path's (tested); what
+is lost is the dense channel over the whole scope, which no scope above
+`DENSE_SCOPE_LIMIT` passages has anyway.
+
+Passes, each reading the scope once:
+1. count — passages, each query term's document frequency, who speaks;
+2. score — each passage's idf-weighted grep score, the best hits for pseudo-relevance
+   feedback and the sample of texts its word statistics come from;
+3. feedback — only when feedback found terms: the final scores with them;
+4. expand — only when the first hits name entities to search: the passages naming them.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from smartsearch_mcp.config import ExpansionConfig, RetrievalConfig
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
+from smartsearch_mcp.pipeline.lexical import (
+    CorpusStats,
+    EntityMention,
+    compile_terms,
+    sample_positions,
+    select_prf_terms,
+)
+from smartsearch_mcp.pipeline.retrieve import (
+    STATS_SAMPLE,
+    Corpus,
+    RankingTexts,
+    add_date_bonus,
+    add_speaker_bonus,
+    idf_from_counts,
+    lexical_scores,
+    ranking_text,
+    select_candidates,
+    speaker_names,
+    term_document_counts,
+    with_feedback,
+)
+from smartsearch_mcp.types import Passage, Turn
+
+Pages = Callable[[], AsyncIterator[list[Turn]]]
+Split = Callable[[Turn], list[Passage]]
+FindMentions = Callable[[list[str]], Sequence[EntityMention]]
+
+
+@dataclass
+class ScanResult:
+    """What the later stages need of a streamed scope, indexed like `corpus`."""
+
+    corpus: Corpus  # the passages kept, in scope order (`partial`)
+    scores: list[float]  # final lexical score of each kept passage
+    bm25: list[float]  # BM25 of each kept passage's turn ([] when BM25 is not used)
+    chosen: list[int]  # the candidates chosen over the whole scope
+    passages: int  # passages in the whole scope
+    timings_ms: dict[str, float]  # count, score, feedback, select, expand
+    index: ScopeIndex  # for the next scan of the same scope
+
+
+@dataclass
+class ScopeIndex:
+    """Where each passage of a scope sits, from the first read of it: later reads place
+    each passage by its turn id without splitting turns again, skipping turns deleted or
+    changed meanwhile. Reusable by every query until the store changes (about 30 bytes per
+    passage)."""
+
+    turn_ids: np.ndarray  # ascending
+    starts: np.ndarray  # first passage of each turn; one more entry: the total
+    spans: np.ndarray  # (start, end) of each passage in its turn's text
+    speakers: frozenset[str | None]
+
+    @property
+    def passages(self) -> int:
+        return int(self.starts[-1])
+
+    @classmethod
+    async def build(
+        cls, pages: Pages, split: Split, each: Callable[[list[Passage]], None]
+    ) -> ScopeIndex:
+        """Read the scope once, splitting its turns; `each` sees every page's passages."""
+        turn_ids: list[int] = []
+        starts = [0]
+        spans: list[int] = []
+        speakers: set[str | None] = set()
+        async for turns in pages():
+            page: list[Passage] = []
+            for turn in turns:
+                passages = split(turn)
+                turn_ids.append(turn.id)
+                starts.append(starts[-1] + len(passages))
+                speakers.add(turn.speaker)
+                for passage in passages:
+                    spans += (passage.start, passage.end)
+                page += passages
+            each(page)
+        return cls(
+            turn_ids=np.asarray(turn_ids, dtype=np.int64),
+            starts=np.asarray(starts, dtype=np.int64),
+            spans=np.asarray(spans, dtype=np.int32).reshape(-1, 2),
+            speakers=frozenset(speakers),
+        )
+
+    def place(self, turns: Sequence[Turn]) -> list[tuple[int, Passage]]:
+        """(position in the scope, passage) of each passage of `turns` this index knows."""
+        if not len(self.turn_ids):
+            return []
+        ids = np.fromiter((t.id for t in turns), dtype=np.int64, count=len(turns))
+        found = np.searchsorted(self.turn_ids, ids).tolist()
+        known = self.turn_ids[np.minimum(found, len(self.turn_ids) - 1)] == ids
+        out: list[tuple[int, Passage]] = []
+        for turn, at, ok in zip(turns, found, known.tolist(), strict=True):
+            if not ok:
+                continue
+            first, end = int(self.starts[at]), int(self.starts[at + 1])
+            spans = self.spans[first:end].tolist()
+            if not spans or spans[-1][1] != len(turn.text):  # not the text it had
+                continue
+            out += [(first + i, Passage(turn, a, b)) for i, (a, b) in enumerate(spans)]
+        return out
+
+
+class _Best:
+    """The `size` best (score, position) pairs seen, with their passages: higher score
+    first, then lower position — the order of `top_indices`."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._heap: list[tuple[float, int, Passage, str]] = []
+
+    def offer(self, score: float, position: int, passage: Passage, lowered: str) -> None:
+        if self.size <= 0:
+            return
+        item = (score, -position, passage, lowered)
+        if len(self._heap) < self.size:
+            heapq.heappush(self._heap, item)
+        elif item[:2] > self._heap[0][:2]:
+            heapq.heapreplace(self._heap, item)
+
+    def items(self) -> list[tuple[int, Passage, str]]:
+        """(position, passage, lowered), best first."""
+        ordered = sorted(self._heap, key=lambda item: (-item[0], -item[1]))
+        return [(-negated, passage, lowered) for _, negated, passage, lowered in ordered]
+
+
+async def scan_scope(
+    pages: Pages,
+    split: Split,
+    analysis: QueryAnalysis,
+    retrieval: RetrievalConfig,
+    expansion: ExpansionConfig,
+    *,
+    bm25_by_turn: Mapping[int, float] | None,
+    total_candidates: int,
+    rrf_k: int,
+    find_mentions: FindMentions | None,
+    index: ScopeIndex | None = None,
+) -> ScanResult:
+    """Retrieve over a scope read by `pages()` (a fresh iteration per pass, turns in one
+    fixed order) as the cached path does over a `Corpus` of all of it (see module doc).
+
+    `bm25_by_turn`: FTS5 BM25 by turn id (None: no BM25 channel). `total_candidates`: how
+    many candidates to choose before expansion. `find_mentions`: the entities to search for
+    in the first hits' ranking texts (None: no expansion). `index`: the `ScopeIndex` of an
+    earlier scan of the same scope, unchanged since (else it is built; see the result).
+    """
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+    terms = list(analysis.terms)
+    counts = [0] * len(terms)
+
+    def count(passages: list[Passage]) -> None:
+        lowered = [ranking_text(p).lower() for p in passages]
+        for i, found in enumerate(term_document_counts(terms, lowered)):
+            counts[i] += found
+
+    if index is None:
+        index = await ScopeIndex.build(pages, split, count)
+    else:
+        async for placed in _placed_pages(pages, index):
+            count([p for _, p in placed])
+    total = index.passages
+    weighted = idf_from_counts(terms, counts, total)
+    clock = _lap(timings, "count", clock)
+
+    # Pass 2: the grep score; feedback's best hits and word statistics; the best passages
+    # in case feedback adds nothing.
+    keep = max(total_candidates, expansion.first_hits if expansion.enabled else 0)
+    main = np.zeros(total)
+    final = np.zeros(total)
+    bm25 = np.zeros(total) if bm25_by_turn is not None else None
+    prf_docs = retrieval.prf_docs if retrieval.prf_terms > 0 else 0
+    feedback_hits = _Best(prf_docs)
+    sampled = iter(sample_positions(total, STATS_SAMPLE))
+    next_sample = next(sampled, None)
+    sample: list[str] = []
+    best = _Best(keep)
+    kept: dict[int, tuple[Passage, str]] = {}
+    async for placed in _placed_pages(pages, index):
+        positions = [g for g, _ in placed]
+        passages = [p for _, p in placed]
+        lowered = [ranking_text(p).lower() for p in passages]
+        scores = lexical_scores(weighted, lowered)
+        main[positions] = scores
+        for g, passage, low, score in zip(positions, passages, lowered, scores, strict=True):
+            if score > 0:
+                feedback_hits.offer(score, g, passage, low)
+            while next_sample is not None and next_sample < g:
+                next_sample = next(sampled, None)
+            if next_sample == g:
+                sample.append(low)
+        finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
+        final[positions] = finished
+        _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
+    clock = _lap(timings, "score", clock)
+
+    feedback_terms: list[WeightedTerm] = []
+    top = feedback_hits.items()
+    if top:
+        stats = CorpusStats.from_sample(sample, total)
+        feedback_terms = select_prf_terms(
+            analysis, [low for _, _, low in top], stats, retrieval.prf_terms
+        )
+    del sample, top
+    if feedback_terms:
+        best = _Best(keep)
+        kept = {}
+        async for placed in _placed_pages(pages, index):
+            positions = [g for g, _ in placed]
+            passages = [p for _, p in placed]
+            lowered = [ranking_text(p).lower() for p in passages]
+            extra = lexical_scores(feedback_terms, lowered)
+            scores = with_feedback(main[positions].tolist(), extra)
+            finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
+            final[positions] = finished
+            _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
+        clock = _lap(timings, "feedback", clock)
+    del main
+    for g, passage, low in best.items():
+        kept[g] = (passage, low)
+
+    channels: dict[str, np.ndarray] = {"lexical": final}
+    quotas = {"lexical": retrieval.lexical_candidates}
+    if bm25 is not None:
+        channels["bm25"] = bm25
+        quotas["bm25"] = retrieval.bm25_candidates
+    chosen = select_candidates(channels, quotas, total_candidates, rrf_k)
+    clock = _lap(timings, "select", clock)
+
+    if expansion.enabled and find_mentions is not None:
+        first = [g for g, _, _ in best.items()[: expansion.first_hits]]
+        mentions = find_mentions([ranking_text(kept[g][0]) for g in first]) if first else []
+        if mentions:
+            # Each entity's search must see, in score order, its `per_entity` best passages
+            # not taken yet: at most every candidate and every other entity's are taken.
+            size = expansion.per_entity * (1 + expansion.max_entities) + len(chosen)
+            named = [
+                (compile_terms([WeightedTerm(m.text.lower(), 1.0, "entity")]), _Best(size))
+                for m in mentions
+            ]
+            async for placed in _placed_pages(pages, index):
+                for g, passage in placed:
+                    low = ranking_text(passage).lower()
+                    for matcher, found in named:
+                        if matcher.score(low) > 0:
+                            found.offer(float(final[g]), g, passage, low)
+            _lap(timings, "expand", clock)
+            for _, found in named:
+                for g, passage, low in found.items():
+                    kept[g] = (passage, low)
+
+    order = sorted(kept)
+    where = {g: i for i, g in enumerate(order)}
+    passages = [kept[g][0] for g in order]
+    corpus = Corpus(
+        passages=passages,
+        texts=RankingTexts(passages),
+        lowered=[kept[g][1] for g in order],
+        speaker_names=speaker_names(index.speakers),
+        partial=True,
+    )
+    return ScanResult(
+        corpus=corpus,
+        scores=final[order].tolist(),
+        bm25=bm25[order].tolist() if bm25 is not None else [],
+        chosen=[where[g] for g in chosen if g in where],
+        passages=total,
+        timings_ms=timings,
+        index=index,
+    )
+
+
+def _lap(timings: dict[str, float], name: str, since: float) -> float:
+    now = time.perf_counter()
+    timings[name] = (now - since) * 1000
+    return now
+
+
+async def _placed_pages(
+    pages: Pages, index: ScopeIndex
+) -> AsyncIterator[list[tuple[int, Passage]]]:
+    async for turns in pages():
+        placed = index.place(turns)
+        if placed:
+            yield placed
+
+
+def _finish(
+    scores: list[float], passages: Sequence[Passage], analysis: QueryAnalysis, bonus: float
+) -> list[float]:
+    """The date and speaker bonuses, applied as the cached path applies them."""
+    dated = add_date_bonus(scores, passages, analysis.time_range)
+    return add_speaker_bonus(dated, passages, analysis, bonus)
+
+
+def _offer(
+    best: _Best,
+    kept: dict[int, tuple[Passage, str]],
+    bm25: np.ndarray | None,
+    bm25_by_turn: Mapping[int, float] | None,
+    positions: Sequence[int],
+    passages: Sequence[Passage],
+    lowered: Sequence[str],
+    scores: Sequence[float],
+) -> None:
+    """Keep the best-scoring passages and every passage of a turn BM25 found."""
+    for g, passage, low, score in zip(positions, passages, lowered, scores, strict=True):
+        if score > 0:
+            best.offer(score, g, passage, low)
+        if bm25_by_turn is not None and bm25 is not None:
+            value = bm25_by_turn.get(passage.turn.id)
+            if value is not None:
+                bm25[g] = value
+                kept[g] = (passage, low)

@@ -1,0 +1,179 @@
+"""Grep mode over a scope streamed from the store (`retrieval.scope_cache_mb`) retrieves what
+the cached path retrieves: same scores, candidates, expansion hops and ranking."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.importers.locomo import load_locomo
+from smartsearch_mcp.pipeline.analyze import analyze_query
+from smartsearch_mcp.pipeline.passages import split_into_passages
+from smartsearch_mcp.pipeline.recall import Ranking, RecallPipeline, StreamedScope
+from smartsearch_mcp.pipeline.scan import scan_scope
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.types import ConfigError, Passage, Scope, Turn, TurnInput
+
+pytestmark = pytest.mark.anyio
+
+SLICE = Path(__file__).parents[1] / "fixtures" / "locomo_slice" / "30.json"
+SCOPE = Scope(("ns",))
+
+
+class NoModels:
+    warnings: tuple[str, ...] = ()
+
+    def get_nlp(self, *, wait: bool = True) -> None:
+        return None
+
+    def get_scorer(self, kind: str, *, wait: bool = True) -> None:
+        return None
+
+    def get_bi_encoder(self, *, wait: bool = True) -> None:
+        return None
+
+
+def _config(cache_mb: int, **retrieval: Any) -> Config:
+    return Config().with_overrides(
+        nlp={"spacy_models": []},
+        retrieval={"dense": False, "scope_cache_mb": cache_mb, **retrieval},
+        rank={"scorers": ["lexical", "bm25", "speaker"], "session_weight": 0.3},
+        passages={"max_words": 40, "overlap_words": 8},
+    )
+
+
+@pytest.fixture
+async def store(tmp_path):
+    """The LoCoMo slice (162 chat turns), plus user/assistant sessions whose long assistant
+    turns are split into several passages."""
+    s = await SQLiteStore.open(tmp_path / "m.db")
+    (conversation,) = load_locomo(SLICE)
+    texts: list[str] = []
+    for session in conversation.sessions:
+        await s.remember("ns", session.session_id, session.turns)
+        texts.extend(t.text for t in session.turns)
+    for n in range(6):
+        turns = []
+        for k in range(4):
+            said = texts[(n * 4 + k) * 5 % len(texts)]
+            reply = " ".join(texts[(n * 7 + k * 3 + j) % len(texts)] for j in range(6))
+            turns += [TurnInput(said, role="user"), TurnInput(reply, role="assistant")]
+        await s.remember("ns", f"chat-{n}", turns)
+    yield s
+    await s.close()
+
+
+def _questions() -> list[str]:
+    (conversation,) = load_locomo(SLICE)
+    return [q.question for q in conversation.questions] + [
+        "What did the assistant suggest about the dance studio?",
+        "When did Jon lose his job?",
+        "",
+        "!!!",
+    ]
+
+
+def _summary(ranking: Ranking) -> tuple[Any, ...]:
+    return (
+        [(c.passage.key, c.lexical_score, c.sources) for c in ranking.candidates],
+        [(h.entity, h.found_in, h.turn_ids) for h in ranking.hops],
+        [(s.candidate.passage.key, s.score) for s in ranking.scored],
+    )
+
+
+@pytest.mark.parametrize(
+    "retrieval",
+    [{}, {"prf_docs": 0}, {"bm25_candidates": 0, "max_candidates": 12}],
+    ids=["default", "no-feedback", "few-candidates"],
+)
+async def test_a_streamed_scope_retrieves_exactly_what_the_cached_scope_does(store, retrieval):
+    cached = RecallPipeline(store, _config(10_000, **retrieval), NoModels())  # type: ignore[arg-type]
+    streamed = RecallPipeline(store, _config(0, **retrieval), NoModels())  # type: ignore[arg-type]
+    assert not isinstance(await cached._scope_corpus(SCOPE), StreamedScope)
+    assert isinstance(await streamed._scope_corpus(SCOPE), StreamedScope)
+    hops = 0
+    for question in _questions():
+        expected = await cached.rank(question, SCOPE)
+        got = await streamed.rank(question, SCOPE)
+        assert _summary(got) == _summary(expected), question
+        hops += len(got.hops)
+    assert hops > 0  # expansion was exercised
+
+
+async def test_a_streamed_scope_keeps_only_what_later_stages_can_use(store):
+    config = _config(0, max_candidates=20)
+    analysis = analyze_query("Why did Gina open her online clothing store?", None)
+    scope_turns = await store.scope_turns(SCOPE)
+    passages = [p for t in scope_turns for p in _split(t)]
+
+    def pages() -> AsyncIterator[list[Turn]]:
+        return store.scope_pages(SCOPE, 50)
+
+    result = await scan_scope(
+        pages,
+        _split,
+        analysis,
+        config.retrieval,
+        config.expansion,
+        bm25_by_turn={scope_turns[3].id: 1.5},
+        total_candidates=20,
+        rrf_k=60,
+        find_mentions=None,
+    )
+    assert result.passages == len(passages)
+    assert result.corpus.partial
+    assert len(result.corpus.passages) < len(passages) // 4
+    # Every kept passage is one of the scope's, in scope order; candidates are among them.
+    keys = [p.key for p in passages]
+    kept = [p.key for p in result.corpus.passages]
+    assert kept == sorted(kept, key=keys.index)
+    assert (scope_turns[3].id, 0) in kept  # BM25 found it: kept whatever its grep score
+    assert len(result.chosen) <= 20 and set(result.chosen) <= set(range(len(kept)))
+    assert set(result.timings_ms) == {"count", "score", "feedback", "select"}  # no expansion
+
+
+async def test_turns_deleted_or_added_while_a_scope_is_read_are_skipped(store):
+    config = _config(0)
+    analysis = analyze_query("Gina clothing store", None)
+    turns = await store.scope_turns(SCOPE)
+    gina = next(t for t in turns if "clothing" in t.text.lower())
+    reads = 0
+
+    async def pages() -> AsyncIterator[list[Turn]]:
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            yield turns
+            return
+        # Later reads: Gina's turn is gone and a new one (unknown to the first read) exists.
+        new = dataclasses.replace(gina, id=10_000, text="Gina's clothing store!")
+        yield [t for t in turns if t.id != gina.id] + [new]
+
+    result = await scan_scope(
+        pages,
+        _split,
+        analysis,
+        config.retrieval,
+        config.expansion,
+        bm25_by_turn=None,
+        total_candidates=50,
+        rrf_k=60,
+        find_mentions=None,
+    )
+    ids = {p.turn.id for p in result.corpus.passages}
+    assert gina.id not in ids and 10_000 not in ids
+    assert result.chosen and ids
+
+
+def test_scope_cache_mb_must_not_be_negative():
+    with pytest.raises(ConfigError, match="scope_cache_mb"):
+        Config().with_overrides(retrieval={"scope_cache_mb": -1})
+
+
+def _split(turn: Turn) -> list[Passage]:
+    return split_into_passages(turn, 40, 8)
