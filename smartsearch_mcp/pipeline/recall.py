@@ -132,7 +132,8 @@ class RecallPipeline:
         self.config = config
         self.models = models
         self._limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
-        self._corpora: OrderedDict[tuple[Any, ...], tuple[int, Corpus | StreamedScope]] = (
+        # scope key -> (data version, its corpus or streaming plan, estimated MB)
+        self._corpora: OrderedDict[tuple[Any, ...], tuple[int, Corpus | StreamedScope, float]] = (
             OrderedDict()
         )
         self._counter: TokenCounter | None = None
@@ -434,17 +435,20 @@ class RecallPipeline:
 
     async def _scope_corpus(self, scope: Scope) -> Corpus | StreamedScope:
         """The scope's passages, cached until anything is written — or, for a scope larger
-        than `retrieval.scope_cache_mb`, the plan to stream it (also cached)."""
+        than `retrieval.scope_cache_mb`, the plan to stream it (also cached). The cached
+        scopes together stay within `scope_cache_mb`: the least recently used go first."""
         version = await self.store.data_version()
         key = (scope.namespaces, scope.session_id, scope.since, scope.until)
         cached = self._corpora.get(key)
         if cached is not None and cached[0] == version:
             self._corpora.move_to_end(key)
             return cached[1]
+        self._corpora.pop(key, None)  # stale: free it before reading the scope again
+        limit = self.config.retrieval.scope_cache_mb
         source: Corpus | StreamedScope
         turns, chars, last_id = await self.store.scope_size(scope)
         size_mb = estimated_corpus_mb(turns, chars)
-        if size_mb > self.config.retrieval.scope_cache_mb:
+        if size_mb > limit:
             source = StreamedScope(through_id=last_id, turns=turns, estimated_mb=size_mb)
             log.info(
                 "scope of %d turns (about %.0f MB in memory) is streamed from the database "
@@ -453,12 +457,18 @@ class RecallPipeline:
                 size_mb,
                 self.config.retrieval.scope_cache_mb,
             )
+            size_mb = 0.0  # what it keeps: a few bytes per passage (`ScopeIndex`)
         else:
+            while self._corpora and self._cached_mb() + size_mb > limit:
+                self._corpora.popitem(last=False)
             source = Corpus.build(self._passages(await self.store.scope_turns(scope)))
-        self._corpora[key] = (version, source)
+        self._corpora[key] = (version, source, size_mb)
         while len(self._corpora) > CACHED_SCOPES:
             self._corpora.popitem(last=False)
         return source
+
+    def _cached_mb(self) -> float:
+        return sum(mb for _, _, mb in self._corpora.values())
 
     async def _scan(
         self,

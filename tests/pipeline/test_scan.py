@@ -177,3 +177,16 @@ def test_scope_cache_mb_must_not_be_negative():
 
 def _split(turn: Turn) -> list[Passage]:
     return split_into_passages(turn, 40, 8)
+
+
+async def test_cached_scopes_together_stay_within_the_cache_budget(store, monkeypatch):
+    import smartsearch_mcp.pipeline.recall as recall_module
+
+    await store.remember("other", "s", [TurnInput("Gina opened a store.")])
+    monkeypatch.setattr(recall_module, "estimated_corpus_mb", lambda turns, chars: 0.6)
+    pipeline = RecallPipeline(store, _config(1), NoModels())  # type: ignore[arg-type]
+    first = await pipeline._scope_corpus(SCOPE)
+    assert await pipeline._scope_corpus(SCOPE) is first  # cached
+    await pipeline._scope_corpus(Scope(("other",)))  # 0.6 + 0.6 MB > 1 MB: SCOPE goes
+    again = await pipeline._scope_corpus(SCOPE)
+    assert again is not first and not isinstance(again, StreamedScope)
