@@ -52,10 +52,10 @@ class RetrievalConfig:
     dense_candidates: int = 30  # quota of the dense channel (and of the context channel)
     bm25_candidates: int = 30  # quota of the FTS5 BM25 channel
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
-    # Grep mode keeps a scope's passages in memory while they would take at most this many
-    # MB (estimated from its turns and characters: 1M chat-length turns ≈ 680 MB); a larger
-    # scope is read from the database on each query instead — same results, bounded
-    # memory, several times slower.
+    # Grep mode keeps scopes' passages in memory while all of them together would take at
+    # most this many MB (estimated from turns and characters: 1M chat-length turns ≈ 680
+    # MB); a larger scope is read from the database on each query instead — same results,
+    # bounded memory, about 3x slower.
     scope_cache_mb: int = 768
 
     def __post_init__(self) -> None:
