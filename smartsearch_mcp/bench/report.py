@@ -289,6 +289,12 @@ def _machine_line(machine: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------- scale markdown
 
 
+def _streamed(stats: dict[str, Any]) -> bool:
+    """Whether grep mode read the scope from the database on each query (its scan stages
+    were timed) instead of keeping it in memory."""
+    return any(stage.startswith("scan.") for stage in stats.get("stages_p50", {}))
+
+
 def _render_scale(data: dict[str, Any], level: int) -> str:
     h = "#" * level
     lines = [f"{h} Scale — synthetic memory, `{data['config_name']}` config", ""]
@@ -334,7 +340,7 @@ def _render_scale(data: dict[str, Any], level: int) -> str:
                         f"{point['turns']:,}",
                         f"{point['remember_turns_per_s']:,.0f}",
                         f"{point['db_bytes'] / 1e6:,.1f}",
-                        mode,
+                        f"{mode} (streamed)" if _streamed(stats) else mode,
                         _ms(stats["p50"]),
                         _ms(stats["p95"]),
                         _ms(stats.get("first_ms")),
@@ -343,6 +349,12 @@ def _render_scale(data: dict[str, Any], level: int) -> str:
                 )
             )
     lines.append("")
+    if any(_streamed(s) for p in data["checkpoints"] for s in p["recall"].values()):
+        lines.append(
+            "grep (streamed): the scope was larger than `retrieval.scope_cache_mb`, so grep "
+            "mode read it from the database on every query instead of keeping it in memory."
+        )
+        lines.append("")
     lines.append(
         f"Bulk remember overall: {data['remember_turns_per_s']:,.0f} turns/s"
         + (

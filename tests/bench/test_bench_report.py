@@ -117,7 +117,15 @@ def test_scale_results_render_a_table_with_targets() -> None:
                 "remember_turns_per_s": 10000.0,
                 "db_bytes": 2_000_000,
                 "peak_rss_mb": 300.0,
-                "recall": {"indexed": {"p50": 12.0, "p95": 30.0, "first_ms": 900.0}},
+                "recall": {
+                    "indexed": {"p50": 12.0, "p95": 30.0, "first_ms": 900.0},
+                    "grep": {
+                        "p50": 9000.0,
+                        "p95": 9900.0,
+                        "first_ms": 9500.0,
+                        "stages_p50": {"scan.count": 2000.0, "retrieve": 8900.0},
+                    },
+                },
             }
         ],
         "targets": ["bulk remember ≥ 5,000 turns/s: 10,000 turns/s — **met**"],
@@ -126,4 +134,6 @@ def test_scale_results_render_a_table_with_targets() -> None:
     text = render_markdown(data)
 
     assert "| 2,000 | 10,000 | 2.0 | indexed | 12.0 | 30.0 | 900 | 300 |" in text
+    assert "| 2,000 | 10,000 | 2.0 | grep (streamed) | 9,000 | 9,900 | 9,500 | 300 |" in text
+    assert "read it from the database on every query" in text
     assert "**met**" in text
