@@ -236,6 +236,12 @@ class RecallPipeline:
             if isinstance(source, StreamedScope):
                 scan = await self._scan(analysis, scope, source, nlp, total)
                 corpus = scan.corpus
+                warnings.append(
+                    f"the scope holds {source.turns:,} turns, more than grep mode keeps in "
+                    f"memory (retrieval.scope_cache_mb = {cfg.scope_cache_mb}), so they were "
+                    "read from the database for this query, which is slow; "
+                    'retrieval.mode = "indexed" suits memories this large'
+                )
             else:
                 corpus = source
         if scan is not None:
