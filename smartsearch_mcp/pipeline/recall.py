@@ -421,23 +421,24 @@ class RecallPipeline:
     async def _bm25(self, analysis: QueryAnalysis, scope: Scope, corpus: Corpus) -> list[float]:
         """FTS5 BM25 score of each corpus passage's turn for the query's terms ([] when BM25
         is neither a ranker nor a candidate source)."""
-        if corpus.bm25 is not None:  # indexed mode: the corpus came from this very search
-            by_turn: dict[int, float] | None = corpus.bm25
-        else:
-            by_turn = await self._bm25_hits(analysis, scope)
-        if by_turn is None:
+        if not self._uses_bm25():
             return []
+        by_turn = corpus.bm25  # indexed mode: the corpus came from this very search
+        if by_turn is None:
+            by_turn = await self._bm25_hits(analysis, scope) or {}
         return [by_turn.get(p.turn.id, 0.0) for p in corpus.passages]
 
     async def _bm25_hits(self, analysis: QueryAnalysis, scope: Scope) -> dict[int, float] | None:
         """FTS5 BM25 by turn id of the best turns for the query's terms (None when BM25 is
         neither a ranker nor a candidate source)."""
-        cfg = self.config.retrieval
-        if "bm25" not in self.config.rank.scorers and cfg.bm25_candidates <= 0:
+        if not self._uses_bm25():
             return None
         match = fts_any(t.term for t in analysis.terms if t.kind != "variant")
-        hits = await self.store.search_fts(match, scope, max(cfg.max_candidates, 200) * 2)
-        return dict(hits)
+        limit = max(self.config.retrieval.max_candidates, 200) * 2
+        return dict(await self.store.search_fts(match, scope, limit))
+
+    def _uses_bm25(self) -> bool:
+        return "bm25" in self.config.rank.scorers or self.config.retrieval.bm25_candidates > 0
 
     async def _scope_corpus(self, scope: Scope) -> Corpus | StreamedScope:
         """The scope's passages, cached until anything is written — or, for a scope larger

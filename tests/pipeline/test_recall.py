@@ -304,6 +304,16 @@ async def test_bm25_ranks_and_adds_candidates_from_the_full_text_index(store):
     assert best.ranker_scores["bm25"] > 0
 
 
+@pytest.mark.parametrize("mode", ["grep", "indexed"])
+async def test_bm25_is_no_channel_when_neither_ranking_nor_retrieving_with_it(store, mode):
+    await _fill(store)
+    config = _config(rank={"scorers": ["lexical"]}, retrieval={"mode": mode, "bm25_candidates": 0})
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("marine biologist", SCOPE)
+    assert ranking.candidates
+    assert not any("bm25" in c.sources for c in ranking.candidates)
+
+
 async def test_a_larger_budget_keeps_proportionally_more_passages(store):
     await store.remember("ns", "s1", [TurnInput(f"hiking trip number {i}") for i in range(100)])
     config = _config(
