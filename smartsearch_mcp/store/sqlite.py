@@ -64,6 +64,10 @@ class _PreparedTurn:
     content_hash: str
 
 
+# One phase of a keyset scan (`_keyset_pages`): the rows it reads, their order, the
+# condition for rows after a page's last turn, and that condition's parameters.
+_Phase = tuple[str, str, str, Callable[[Turn], list[Any]]]
+
 # search_fts asks the index for this many times the rows wanted before applying the scope.
 FTS_OVERFETCH = 4
 # Rows a read hands over from SQLite's thread at a time (aiosqlite's default is 64).
@@ -425,18 +429,9 @@ class SQLiteStore:
         if through_id is not None:
             where += " AND id <= ?"
             params.append(through_id)
-        last = 0
-        while True:
-            turns = await self._fetch_turns(
-                f"SELECT {_TURN_COLUMNS} FROM turns NOT INDEXED WHERE {where} AND id > ? "
-                f"ORDER BY id LIMIT {int(batch)}",
-                [*params, last],
-            )
-            if turns:
-                yield turns
-            if len(turns) < batch:
-                break
-            last = turns[-1].id
+        phase: _Phase = ("1", "id", "id > ?", lambda turn: [turn.id])
+        async for page in self._keyset_pages("turns NOT INDEXED", where, params, (phase,), batch):
+            yield page
 
     async def timeline_turns(self, scope: Scope, limit: int, latest: bool = False) -> list[Turn]:
         """Up to `limit` turns of `scope` in time order (timestamp, then session position):
@@ -467,8 +462,7 @@ class SQLiteStore:
         if contains is not None:
             where = f"{where} AND {sql.contains_ignoring_case('text')}"
             params.append(contains)
-        # (rows, order, condition after the last row of a page, its parameters)
-        phases: tuple[tuple[str, str, str, Callable[[Turn], list[Any]]], ...] = (
+        phases: tuple[_Phase, ...] = (
             (
                 "timestamp IS NOT NULL",
                 "timestamp DESC, id DESC",
@@ -477,23 +471,9 @@ class SQLiteStore:
             ),
             ("timestamp IS NULL", "id DESC", "id < ?", lambda turn: [turn.id]),
         )
-        for rows, order, after, after_params in phases:
-            last: Turn | None = None
-            while True:
-                page_where, page_params = f"{where} AND {rows}", list(params)
-                if last is not None:
-                    page_where += f" AND {after}"
-                    page_params += after_params(last)
-                turns = await self._fetch_turns(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
-                    f"ORDER BY {order} LIMIT {int(batch)}",
-                    page_params,
-                )
-                for turn in turns:
-                    yield turn
-                if len(turns) < batch:
-                    break
-                last = turns[-1]
+        async for page in self._keyset_pages("turns", where, params, phases, batch):
+            for turn in page:
+                yield turn
 
     async def count_turns(self, scope: Scope) -> int:
         """How many turns `scope` holds."""
@@ -746,6 +726,35 @@ class SQLiteStore:
             _IDENTITY_JSON.encode(identity).encode("utf-8", "surrogatepass")
         ).hexdigest()
         return _PreparedTurn(speaker, role, text, timestamp, timestamp_raw, metadata_json, digest)
+
+    async def _keyset_pages(
+        self,
+        source: str,
+        where: str,
+        params: Sequence[Any],
+        phases: Sequence[_Phase],
+        batch: int,
+    ) -> AsyncIterator[list[Turn]]:
+        """The turns of `source` matching `where`, a page of `batch` at a time, phase after
+        phase; each page starts after the last row of the one before (keyset paging: every
+        page costs the same however deep the scan)."""
+        for rows, order, after, after_params in phases:
+            last: Turn | None = None
+            while True:
+                page_where, page_params = f"{where} AND {rows}", list(params)
+                if last is not None:
+                    page_where += f" AND {after}"
+                    page_params += after_params(last)
+                turns = await self._fetch_turns(
+                    f"SELECT {_TURN_COLUMNS} FROM {source} WHERE {page_where} "
+                    f"ORDER BY {order} LIMIT {int(batch)}",
+                    page_params,
+                )
+                if turns:
+                    yield turns
+                if len(turns) < batch:
+                    break
+                last = turns[-1]
 
     async def _fetch_turns(self, sql_text: str, params: Sequence[Any]) -> list[Turn]:
         shared = _SharedValues()
