@@ -21,6 +21,7 @@ import numpy as np
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
+from smartsearch_mcp.pipeline import lap
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.expand import expand_entities
 from smartsearch_mcp.pipeline.lexical import EntityMention, find_entity_mentions
@@ -106,7 +107,6 @@ class StreamedScope:
 
     through_id: int  # its last turn when the plan was made: later turns wait for a new plan
     turns: int
-    estimated_mb: float
     index: ScopeIndex | None = None  # where its passages are, after the first scan
 
 
@@ -222,7 +222,7 @@ class RecallPipeline:
         if self.config.nlp.spacy_models:
             nlp = await anyio.to_thread.run_sync(self.models.get_nlp)
         analysis = analyze_query(query, nlp, reference)
-        clock = _lap(timings, "analyze", clock)
+        clock = lap(timings, "analyze", clock)
 
         cfg = self.config.retrieval
         exp = self.config.expansion
@@ -254,7 +254,7 @@ class RecallPipeline:
             scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
             scores = add_speaker_bonus(scores, corpus.passages, analysis, cfg.speaker_bonus)
             bm25 = await self._bm25(analysis, scope, corpus)
-        clock = _lap(timings, "retrieve", clock)
+        clock = lap(timings, "retrieve", clock)
 
         learned = self.learned_rankers()
         want_bi = "bi_encoder" in learned or (cfg.dense and cfg.mode == "grep")
@@ -285,7 +285,7 @@ class RecallPipeline:
         else:
             chosen = select_candidates(channels, quotas, total, self.config.rank.rrf_k)
         chosen_set = set(chosen)
-        clock = _lap(timings, "dense", clock)
+        clock = lap(timings, "dense", clock)
 
         hops: list[Hop] = []
         if exp.enabled:
@@ -305,7 +305,7 @@ class RecallPipeline:
             )
             room = max(0, cfg.max_candidates - len(chosen))
             chosen.extend(added[:room])
-        clock = _lap(timings, "expand", clock)
+        clock = lap(timings, "expand", clock)
 
         candidates = [
             Candidate(
@@ -333,7 +333,7 @@ class RecallPipeline:
             if self.on_backlog is not None:
                 self.on_backlog()
         timings.update({f"rank.{k}": v for k, v in rank_timings.items()})
-        _lap(timings, "rank", clock)
+        lap(timings, "rank", clock)
         return Ranking(
             query=query,
             analysis=analysis,
@@ -425,14 +425,11 @@ class RecallPipeline:
             return []
         by_turn = corpus.bm25  # indexed mode: the corpus came from this very search
         if by_turn is None:
-            by_turn = await self._bm25_hits(analysis, scope) or {}
+            by_turn = await self._bm25_hits(analysis, scope)
         return [by_turn.get(p.turn.id, 0.0) for p in corpus.passages]
 
-    async def _bm25_hits(self, analysis: QueryAnalysis, scope: Scope) -> dict[int, float] | None:
-        """FTS5 BM25 by turn id of the best turns for the query's terms (None when BM25 is
-        neither a ranker nor a candidate source)."""
-        if not self._uses_bm25():
-            return None
+    async def _bm25_hits(self, analysis: QueryAnalysis, scope: Scope) -> dict[int, float]:
+        """FTS5 BM25 by turn id of the best turns for the query's terms."""
         match = fts_any(t.term for t in analysis.terms if t.kind != "variant")
         limit = max(self.config.retrieval.max_candidates, 200) * 2
         return dict(await self.store.search_fts(match, scope, limit))
@@ -456,7 +453,7 @@ class RecallPipeline:
         turns, chars, last_id = await self.store.scope_size(scope)
         size_mb = estimated_corpus_mb(turns, chars)
         if size_mb > limit:
-            source = StreamedScope(through_id=last_id, turns=turns, estimated_mb=size_mb)
+            source = StreamedScope(through_id=last_id, turns=turns)
             log.info(
                 "scope of %d turns (about %.0f MB in memory) is streamed from the database "
                 "on each query (retrieval.scope_cache_mb = %d)",
@@ -504,7 +501,7 @@ class RecallPipeline:
             analysis,
             self.config.retrieval,
             exp,
-            bm25_by_turn=await self._bm25_hits(analysis, scope),
+            bm25_by_turn=await self._bm25_hits(analysis, scope) if self._uses_bm25() else None,
             total_candidates=total,
             rrf_k=self.config.rank.rrf_k,
             find_mentions=mentions,
@@ -768,12 +765,6 @@ class RecallPipeline:
 def _unknown(rows: int, dimension: int) -> np.ndarray:
     """A vector matrix whose rows are all unknown (NaN) until filled."""
     return np.full((rows, dimension), np.nan, dtype=np.float32)
-
-
-def _lap(timings: dict[str, float], name: str, since: float) -> float:
-    now = time.perf_counter()
-    timings[name] = (now - since) * 1000
-    return now
 
 
 def _sources(channels: dict[str, Any], index: int) -> tuple[str, ...]:

@@ -51,8 +51,7 @@ class Corpus:
 
     @classmethod
     def build(cls, passages: list[Passage]) -> Corpus:
-        lowered = [ranking_text(p).lower() for p in passages]
-        return cls(passages=passages, texts=RankingTexts(passages), lowered=lowered)
+        return cls(passages=passages, texts=RankingTexts(passages), lowered=lowered_texts(passages))
 
     def speakers(self) -> frozenset[str]:
         """The names of everyone who speaks in these passages (full names and first names)."""
@@ -115,6 +114,11 @@ def ranking_text(passage: Passage) -> str:
     """The text the rankers score: the passage with its speaker, as a transcript line."""
     speaker = passage.turn.speaker
     return f"{speaker}: {passage.text}" if speaker else passage.text
+
+
+def lowered_texts(passages: Iterable[Passage]) -> list[str]:
+    """What grep matches: each passage's ranking text, lowercased."""
+    return [ranking_text(p).lower() for p in passages]
 
 
 def context_text(previous: str | None, text: str) -> str:

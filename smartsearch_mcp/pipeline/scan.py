@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from smartsearch_mcp.config import ExpansionConfig, RetrievalConfig
+from smartsearch_mcp.pipeline import lap
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
 from smartsearch_mcp.pipeline.lexical import (
     CorpusStats,
@@ -42,6 +43,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     add_speaker_bonus,
     idf_from_counts,
     lexical_scores,
+    lowered_texts,
     ranking_text,
     select_candidates,
     speaker_names,
@@ -179,19 +181,18 @@ async def scan_scope(
     terms = list(analysis.terms)
     counts = [0] * len(terms)
 
-    def count(passages: list[Passage]) -> None:
-        lowered = [ranking_text(p).lower() for p in passages]
+    def count(lowered: list[str]) -> None:
         for i, found in enumerate(term_document_counts(terms, lowered)):
             counts[i] += found
 
     if index is None:
-        index = await ScopeIndex.build(pages, split, count)
+        index = await ScopeIndex.build(pages, split, lambda page: count(lowered_texts(page)))
     else:
-        async for placed in _placed_pages(pages, index):
-            count([p for _, p in placed])
+        async for _, _, lowered in _read(pages, index):
+            count(lowered)
     total = index.passages
     weighted = idf_from_counts(terms, counts, total)
-    clock = _lap(timings, "count", clock)
+    clock = lap(timings, "count", clock)
 
     # Pass 2: the grep score; feedback's best hits and word statistics; the best passages
     # in case feedback adds nothing.
@@ -206,10 +207,7 @@ async def scan_scope(
     sample: list[str] = []
     best = _Best(keep)
     kept: dict[int, tuple[Passage, str]] = {}
-    async for placed in _placed_pages(pages, index):
-        positions = [g for g, _ in placed]
-        passages = [p for _, p in placed]
-        lowered = [ranking_text(p).lower() for p in passages]
+    async for positions, passages, lowered in _read(pages, index):
         scores = lexical_scores(weighted, lowered)
         main[positions] = scores
         for g, passage, low, score in zip(positions, passages, lowered, scores, strict=True):
@@ -222,7 +220,7 @@ async def scan_scope(
         finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
         final[positions] = finished
         _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
-    clock = _lap(timings, "score", clock)
+    clock = lap(timings, "score", clock)
 
     feedback_terms: list[WeightedTerm] = []
     top = feedback_hits.items()
@@ -235,18 +233,16 @@ async def scan_scope(
     if feedback_terms:
         best = _Best(keep)
         kept = {}
-        async for placed in _placed_pages(pages, index):
-            positions = [g for g, _ in placed]
-            passages = [p for _, p in placed]
-            lowered = [ranking_text(p).lower() for p in passages]
+        async for positions, passages, lowered in _read(pages, index):
             extra = lexical_scores(feedback_terms, lowered)
             scores = with_feedback(main[positions].tolist(), extra)
             finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
             final[positions] = finished
             _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
-        clock = _lap(timings, "feedback", clock)
+        clock = lap(timings, "feedback", clock)
     del main
-    for g, passage, low in best.items():
+    ranked = best.items()
+    for g, passage, low in ranked:
         kept[g] = (passage, low)
 
     channels: dict[str, np.ndarray] = {"lexical": final}
@@ -255,10 +251,10 @@ async def scan_scope(
         channels["bm25"] = bm25
         quotas["bm25"] = retrieval.bm25_candidates
     chosen = select_candidates(channels, quotas, total_candidates, rrf_k)
-    clock = _lap(timings, "select", clock)
+    clock = lap(timings, "select", clock)
 
     if expansion.enabled and find_mentions is not None:
-        first = [g for g, _, _ in best.items()[: expansion.first_hits]]
+        first = [g for g, _, _ in ranked[: expansion.first_hits]]
         mentions = find_mentions([ranking_text(kept[g][0]) for g in first]) if first else []
         if mentions:
             # Each entity's search must see, in score order, its `per_entity` best passages
@@ -268,13 +264,12 @@ async def scan_scope(
                 (compile_terms([WeightedTerm(m.text.lower(), 1.0, "entity")]), _Best(size))
                 for m in mentions
             ]
-            async for placed in _placed_pages(pages, index):
-                for g, passage in placed:
-                    low = ranking_text(passage).lower()
+            async for positions, passages, lowered in _read(pages, index):
+                for g, passage, low in zip(positions, passages, lowered, strict=True):
                     for matcher, found in named:
                         if matcher.score(low) > 0:
                             found.offer(float(final[g]), g, passage, low)
-            _lap(timings, "expand", clock)
+            lap(timings, "expand", clock)
             for _, found in named:
                 for g, passage, low in found.items():
                     kept[g] = (passage, low)
@@ -300,19 +295,16 @@ async def scan_scope(
     )
 
 
-def _lap(timings: dict[str, float], name: str, since: float) -> float:
-    now = time.perf_counter()
-    timings[name] = (now - since) * 1000
-    return now
-
-
-async def _placed_pages(
+async def _read(
     pages: Pages, index: ScopeIndex
-) -> AsyncIterator[list[tuple[int, Passage]]]:
+) -> AsyncIterator[tuple[list[int], list[Passage], list[str]]]:
+    """Each page of the scope as the positions, passages and lowered ranking texts of the
+    passages `index` knows."""
     async for turns in pages():
         placed = index.place(turns)
         if placed:
-            yield placed
+            passages = [p for _, p in placed]
+            yield [g for g, _ in placed], passages, lowered_texts(passages)
 
 
 def _finish(

@@ -12,10 +12,10 @@ import pytest
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.importers.locomo import load_locomo
-from smartsearch_mcp.pipeline.analyze import analyze_query
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.passages import split_into_passages
 from smartsearch_mcp.pipeline.recall import Ranking, RecallPipeline, StreamedScope
-from smartsearch_mcp.pipeline.scan import scan_scope
+from smartsearch_mcp.pipeline.scan import Pages, ScanResult, scan_scope
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.types import ConfigError, Passage, Scope, Turn, TurnInput
 
@@ -116,17 +116,7 @@ async def test_a_streamed_scope_keeps_only_what_later_stages_can_use(store):
     def pages() -> AsyncIterator[list[Turn]]:
         return store.scope_pages(SCOPE, 50)
 
-    result = await scan_scope(
-        pages,
-        _split,
-        analysis,
-        config.retrieval,
-        config.expansion,
-        bm25_by_turn={scope_turns[3].id: 1.5},
-        total_candidates=20,
-        rrf_k=60,
-        find_mentions=None,
-    )
+    result = await _scan(pages, analysis, config, {scope_turns[3].id: 1.5}, 20)
     assert result.passages == len(passages)
     assert result.corpus.partial
     assert len(result.corpus.passages) < len(passages) // 4
@@ -156,17 +146,7 @@ async def test_turns_deleted_or_added_while_a_scope_is_read_are_skipped(store):
         new = dataclasses.replace(gina, id=10_000, text="Gina's clothing store!")
         yield [t for t in turns if t.id != gina.id] + [new]
 
-    result = await scan_scope(
-        pages,
-        _split,
-        analysis,
-        config.retrieval,
-        config.expansion,
-        bm25_by_turn=None,
-        total_candidates=50,
-        rrf_k=60,
-        find_mentions=None,
-    )
+    result = await _scan(pages, analysis, config, None, 50)
     ids = {p.turn.id for p in result.corpus.passages}
     assert gina.id not in ids and 10_000 not in ids
     assert result.chosen and ids
@@ -192,3 +172,24 @@ async def test_cached_scopes_together_stay_within_the_cache_budget(store, monkey
     await pipeline._scope_corpus(Scope(("other",)))  # 0.6 + 0.6 MB > 1 MB: SCOPE goes
     again = await pipeline._scope_corpus(SCOPE)
     assert again is not first and not isinstance(again, StreamedScope)
+
+
+async def _scan(
+    pages: Pages,
+    analysis: QueryAnalysis,
+    config: Config,
+    bm25_by_turn: dict[int, float] | None,
+    total_candidates: int,
+) -> ScanResult:
+    """`scan_scope` without expansion, passages split as by `_config`."""
+    return await scan_scope(
+        pages,
+        _split,
+        analysis,
+        config.retrieval,
+        config.expansion,
+        bm25_by_turn=bm25_by_turn,
+        total_candidates=total_candidates,
+        rrf_k=60,
+        find_mentions=None,
+    )
