@@ -162,6 +162,17 @@ async def test_forget_unknown_ids_deletes_nothing(store):
     assert (await store.stats()).turns == 1
 
 
+@pytest.mark.parametrize("bad", [0, -1, 2**63, True, "1"])
+async def test_ids_outside_sqlites_integers_are_a_clear_error(store, bad):
+    a = await store.remember("ns", "s1", [TurnInput("one")])
+    with pytest.raises(InputError, match="turn ids are integers from 1 to"):
+        await store.forget("ns", ids=[a.ids[0], bad])
+    with pytest.raises(InputError, match="turn ids are integers from 1 to"):
+        await store.get_turns([bad])
+    assert (await store.stats()).turns == 1
+    assert await store.get_turns([2**63 - 1]) == []
+
+
 async def test_fts_index_stays_in_step_with_turns(store):
     await store.remember("ns", "s1", [TurnInput("Caroline went hiking"), TurnInput("Mel paints")])
     hits = await store.search_fts(fts_any(["hiking"]), Scope(("ns",)), 10)

@@ -43,6 +43,7 @@ from smartsearch_mcp.types import (
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 256
+MAX_ID = 2**63 - 1  # SQLite's largest integer (a larger one cannot even be bound)
 # Embeddings whose model name ends so embed a turn together with the turn before it.
 CONTEXT_SUFFIX = "#context"
 ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant"}
@@ -784,8 +785,8 @@ def check_name(kind: str, value: object) -> str:
 
 
 def _check_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"turn ids are positive integers, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
+        raise InputError(f"turn ids are integers from 1 to {MAX_ID}, got {value!r}")
     return value
 
 
