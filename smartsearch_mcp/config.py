@@ -51,6 +51,10 @@ class RetrievalConfig:
     dense: bool = True  # also retrieve by bi-encoder similarity when embeddings exist
     dense_candidates: int = 30  # quota of the dense channel (and of the context channel)
     bm25_candidates: int = 30  # quota of the FTS5 BM25 channel
+    # Quota of the dense channel over only the passages said by someone the question names
+    # (the best of the dense and context scores): "What does Ann do to relax?" is answered
+    # by Ann's own turns, which need not be near the top of the whole conversation.
+    speaker_candidates: int = 30
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
     # Grep mode keeps scopes' passages in memory while all of them together would take at
     # most this many MB (estimated from turns and characters: 1M chat-length turns ≈ 680

@@ -280,6 +280,15 @@ class RecallPipeline:
                 context = await self._fill_context_vectors(corpus, bi_encoder, budget)
                 channels["context"] = context @ query_vector
                 quotas["context"] = cfg.dense_candidates
+            if cfg.speaker_candidates > 0:
+                said = np.asarray(said_by_named(corpus.passages, analysis), dtype=bool)
+                if said.any():
+                    dense = channels["dense"]
+                    best = (
+                        np.maximum(dense, channels["context"]) if "context" in channels else dense
+                    )
+                    channels["speaker_dense"] = np.where(said, best, 0.0)
+                    quotas["speaker_dense"] = cfg.speaker_candidates
         if scan is not None:  # chosen over the whole scope while it was read
             chosen = list(scan.chosen)
         else:

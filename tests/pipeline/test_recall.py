@@ -289,6 +289,61 @@ async def test_dense_retrieval_adds_candidates_no_term_matches_and_caches_vector
     assert cached == []
 
 
+class TopicEmbedder(HashEmbedder):
+    """Two topics, cooking and soup, plus a small shared component (every cosine > 0)."""
+
+    model_id = "fake-topics:3"
+    dimension = 3
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = [[float("cook" in t.lower()), float("soup" in t.lower()), 0.2] for t in texts]
+        out = np.asarray(rows, dtype=np.float32).reshape(len(texts), 3)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("quota", [0, 1])
+async def test_a_named_persons_own_turns_get_a_dense_channel_of_their_own(store, quota):
+    await store.remember(
+        "ns",
+        "s1",
+        [TurnInput(f"Ann, what do you like to cook on day {i}?", "Bo") for i in range(5)]
+        + [TurnInput("Soup, every evening.", "Ann")],
+    )
+    config = _config(
+        rank={"scorers": ["bi_encoder", "lexical"]},
+        retrieval={
+            "dense": True,
+            "dense_candidates": 1,
+            "lexical_candidates": 1,
+            "bm25_candidates": 0,
+            "speaker_bonus": 0.0,
+            "speaker_candidates": quota,
+            "max_candidates": 3,
+        },
+        expansion={"enabled": False},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": TopicEmbedder()}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("What does Ann like to cook?", SCOPE)
+
+    texts = [c.passage.turn.text for c in ranking.candidates]
+    assert len(texts) == 3
+    # Bo's turns win every other channel and the agreement between them; Ann's own turn is
+    # the best of what Ann said
+    assert ("Soup, every evening." in texts) == bool(quota)
+
+
+async def test_no_speaker_channel_when_the_question_names_no_speaker(store):
+    await _fill(store)
+    config = _config(
+        rank={"scorers": ["bi_encoder", "lexical"]},
+        retrieval={"dense": True, "speaker_candidates": 5},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("Who works as a marine biologist?", SCOPE)
+    assert ranking.candidates
+    assert not any("speaker_dense" in c.sources for c in ranking.candidates)
+
+
 async def test_bm25_ranks_and_adds_candidates_from_the_full_text_index(store):
     await _fill(store)
     config = _config(
