@@ -490,3 +490,21 @@ async def test_scope_size_counts_turns_and_characters_exactly_or_by_sampling(sto
     assert (turns, last) == (300, result.ids[-1])
     assert abs(estimate - chars) < 0.1 * chars  # never counting the other namespace's text
     assert await store.scope_size(Scope(("empty",))) == (0, 0, 0)
+
+
+async def test_the_scope_fingerprint_changes_exactly_when_a_turn_enters_or_leaves(store):
+    scope = Scope(("ns",))
+    empty = await store.scope_fingerprint(scope)
+    first = await store.remember("ns", "s", [TurnInput("one"), TurnInput("two")])
+    after_add = await store.scope_fingerprint(scope)
+    assert empty == (0, 0) and after_add == (2, first.ids[-1])
+
+    await store.remember("other", "s", [TurnInput("three")])
+    await store.put_embeddings("m:1", [(first.ids[0], 0, b"\0\0\0\0")])
+    assert await store.scope_fingerprint(scope) == after_add
+
+    await store.forget("ns", ids=[first.ids[-1]])
+    replaced = await store.remember("ns", "s", [TurnInput("four")])
+    # one turn left and one came: same count, but a new id is never an old one
+    assert await store.scope_fingerprint(scope) == (2, replaced.ids[0])
+    assert replaced.ids[0] > first.ids[-1]

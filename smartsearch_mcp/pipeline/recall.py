@@ -102,6 +102,17 @@ class EmbedBudget:
 
 
 @dataclass
+class CachedScope:
+    """A scope's corpus (or streaming plan) as read at `version`, with the scope's
+    fingerprint then (see `MemoryStore.scope_fingerprint`) and its estimated size."""
+
+    version: int
+    fingerprint: tuple[int, int]
+    source: Corpus | StreamedScope
+    size_mb: float
+
+
+@dataclass
 class StreamedScope:
     """A scope read from the store on each query instead of cached (see `scan`)."""
 
@@ -132,10 +143,8 @@ class RecallPipeline:
         self.config = config
         self.models = models
         self._limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
-        # scope key -> (data version, its corpus or streaming plan, estimated MB)
-        self._corpora: OrderedDict[tuple[Any, ...], tuple[int, Corpus | StreamedScope, float]] = (
-            OrderedDict()
-        )
+        # scope key -> its corpus or streaming plan, least recently used first
+        self._corpora: OrderedDict[tuple[Any, ...], CachedScope] = OrderedDict()
         self._counter: TokenCounter | None = None
         # Turn texts never change, so what is derived from one text is cached across queries
         # (and across corpora, which the indexed mode builds per query).
@@ -447,15 +456,27 @@ class RecallPipeline:
         return "bm25" in self.config.rank.scorers or self.config.retrieval.bm25_candidates > 0
 
     async def _scope_corpus(self, scope: Scope) -> Corpus | StreamedScope:
-        """The scope's passages, cached until anything is written — or, for a scope larger
-        than `retrieval.scope_cache_mb`, the plan to stream it (also cached). The cached
-        scopes together stay within `scope_cache_mb`: the least recently used go first."""
+        """The scope's passages, cached until a turn enters or leaves the scope — or, for a
+        scope larger than `retrieval.scope_cache_mb`, the plan to stream it (also cached).
+        The cached scopes together stay within `scope_cache_mb`: the least recently used go
+        first.
+
+        A commit anywhere (`data_version`) makes the cache check the scope's fingerprint:
+        the background embedding, other namespaces and other processes commit often, and
+        reading a large scope again takes seconds.
+        """
         version = await self.store.data_version()
         key = (scope.namespaces, scope.session_id, scope.since, scope.until)
         cached = self._corpora.get(key)
-        if cached is not None and cached[0] == version:
+        if (
+            cached is not None
+            and cached.version != version
+            and await self.store.scope_fingerprint(scope) == cached.fingerprint
+        ):
+            cached.version = version
+        if cached is not None and cached.version == version:
             self._corpora.move_to_end(key)
-            return cached[1]
+            return cached.source
         self._corpora.pop(key, None)  # stale: free it before reading the scope again
         limit = self.config.retrieval.scope_cache_mb
         source: Corpus | StreamedScope
@@ -475,13 +496,15 @@ class RecallPipeline:
             while self._corpora and self._cached_mb() + size_mb > limit:
                 self._corpora.popitem(last=False)
             source = Corpus.build(self._passages(await self.store.scope_turns(scope)))
-        self._corpora[key] = (version, source, size_mb)
+        # Turns written between the size and the read make the fingerprint differ at the
+        # next check, so the scope is read again then: never kept stale.
+        self._corpora[key] = CachedScope(version, (turns, last_id), source, size_mb)
         while len(self._corpora) > CACHED_SCOPES:
             self._corpora.popitem(last=False)
         return source
 
     def _cached_mb(self) -> float:
-        return sum(mb for _, _, mb in self._corpora.values())
+        return sum(cached.size_mb for cached in self._corpora.values())
 
     async def _scan(
         self,

