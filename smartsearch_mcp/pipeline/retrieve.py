@@ -241,11 +241,15 @@ def said_by_named(passages: Sequence[Passage], analysis: QueryAnalysis) -> list[
     named |= {t.term for t in analysis.terms if t.kind in ("entity", "proper")}
     if not named:
         return [0.0] * len(passages)
+    by_speaker: dict[str | None, float] = {}  # a conversation has few speakers
     out = []
     for passage in passages:
-        speaker = (passage.turn.speaker or "").lower()
-        said = bool(speaker) and (speaker in named or speaker.split()[0] in named)
-        out.append(1.0 if said else 0.0)
+        said = by_speaker.get(passage.turn.speaker)
+        if said is None:
+            speaker = (passage.turn.speaker or "").lower()
+            named_it = bool(speaker) and (speaker in named or speaker.split()[0] in named)
+            said = by_speaker[passage.turn.speaker] = 1.0 if named_it else 0.0
+        out.append(said)
     return out
 
 
