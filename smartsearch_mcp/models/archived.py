@@ -225,7 +225,13 @@ class ConcatenatedFiles(io.RawIOBase):
 
     def __init__(self, paths: list[Path]) -> None:
         super().__init__()
-        self._files = [path.open("rb") for path in paths]
+        self._files: list[io.BufferedReader] = []
+        try:
+            for path in paths:
+                self._files.append(path.open("rb"))
+        except OSError:
+            self.close()
+            raise
         self._starts: list[int] = []
         offset = 0
         for handle in self._files:
