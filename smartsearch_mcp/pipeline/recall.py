@@ -253,6 +253,7 @@ class RecallPipeline:
                 )
             else:
                 corpus = source
+        said = said_by_named(corpus.passages, analysis)  # for the bonus and the channel
         if scan is not None:
             scores, bm25 = scan.scores, scan.bm25
             timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
@@ -261,7 +262,7 @@ class RecallPipeline:
             scores = lexical_scores(terms, corpus.lowered)
             scores, _ = add_prf(analysis, scores, corpus, cfg.prf_docs, cfg.prf_terms)
             scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
-            scores = add_speaker_bonus(scores, corpus.passages, analysis, cfg.speaker_bonus)
+            scores = add_speaker_bonus(scores, said, cfg.speaker_bonus)
             bm25 = await self._bm25(analysis, scope, corpus)
         clock = lap(timings, "retrieve", clock)
 
@@ -289,15 +290,11 @@ class RecallPipeline:
                 context = await self._fill_context_vectors(corpus, bi_encoder, budget)
                 channels["context"] = context @ query_vector
                 quotas["context"] = cfg.dense_candidates
-            if cfg.speaker_candidates > 0:
-                said = np.asarray(said_by_named(corpus.passages, analysis), dtype=bool)
-                if said.any():
-                    dense = channels["dense"]
-                    best = (
-                        np.maximum(dense, channels["context"]) if "context" in channels else dense
-                    )
-                    channels["speaker_dense"] = np.where(said, best, 0.0)
-                    quotas["speaker_dense"] = cfg.speaker_candidates
+            if cfg.speaker_candidates > 0 and any(said):
+                dense = channels["dense"]
+                best = np.maximum(dense, channels["context"]) if "context" in channels else dense
+                channels["speaker_dense"] = np.where(np.asarray(said) > 0, best, 0.0)
+                quotas["speaker_dense"] = cfg.speaker_candidates
         if scan is not None:  # chosen over the whole scope while it was read
             chosen = list(scan.chosen)
         else:

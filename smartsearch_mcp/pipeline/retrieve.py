@@ -253,13 +253,11 @@ def said_by_named(passages: Sequence[Passage], analysis: QueryAnalysis) -> list[
     return out
 
 
-def add_speaker_bonus(
-    scores: list[float], passages: Sequence[Passage], analysis: QueryAnalysis, bonus: float
-) -> list[float]:
-    """Raise the lexical score of matching passages said by someone the question names."""
+def add_speaker_bonus(scores: list[float], said: Sequence[float], bonus: float) -> list[float]:
+    """Raise the lexical score of matching passages said by someone the question names
+    (`said`: one flag per passage, from `said_by_named`)."""
     if bonus <= 0:
         return scores
-    said = said_by_named(passages, analysis)
     return [s + bonus if s > 0 and by else s for s, by in zip(scores, said, strict=True)]
 
 

@@ -45,6 +45,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     lexical_scores,
     lowered_texts,
     ranking_text,
+    said_by_named,
     select_candidates,
     speaker_names,
     term_document_counts,
@@ -312,7 +313,7 @@ def _finish(
 ) -> list[float]:
     """The date and speaker bonuses, applied as the cached path applies them."""
     dated = add_date_bonus(scores, passages, analysis.time_range)
-    return add_speaker_bonus(dated, passages, analysis, bonus)
+    return add_speaker_bonus(dated, said_by_named(passages, analysis), bonus)
 
 
 def _offer(
