@@ -322,24 +322,23 @@ def find_entity_mentions(
 ) -> list[EntityMention]:
     """Entities in `hit_texts` that are not in the query, for a second search.
 
-    When the query names entities, only hits mentioning one of them count (the new entity
-    co-occurs with the query's); otherwise every hit counts. Entities come from spaCy NER
-    (named labels only) when `nlp` is given, else from capitalized sequences and acronyms.
-    Ranked by the number of hits naming them, then by first appearance. `cache` (text →
-    entities) lets repeated queries over the same texts skip NER.
+    Only hits mentioning one of the query's entities count: a new entity must co-occur with
+    the query's, so a query naming no entity discovers nothing (and costs no NER). Entities
+    come from spaCy NER (named labels only) when `nlp` is given, else from capitalized
+    sequences and acronyms. Ranked by the number of hits naming them, then by first
+    appearance. `cache` (text → entities) lets repeated queries over the same texts skip NER.
     """
     if max_entities <= 0 or not hit_texts:
         return []
     query_entities = [tuple(tokenize_words(e.text)) for e in analysis.entities]
     query_entities = [words for words in query_entities if words]
+    if not query_entities:
+        return []
     query_text = " " + " ".join(tokenize_words(analysis.query)) + " "
-    if query_entities:
-        anchors = compile_terms(
-            WeightedTerm(" ".join(words), 1.0, "entity") for words in query_entities
-        )
-        indices = [i for i, text in enumerate(hit_texts) if anchors.score(text) > 0]
-    else:
-        indices = list(range(len(hit_texts)))
+    anchors = compile_terms(
+        WeightedTerm(" ".join(words), 1.0, "entity") for words in query_entities
+    )
+    indices = [i for i, text in enumerate(hit_texts) if anchors.score(text) > 0]
     texts = [sanitize_text(hit_texts[i]) for i in indices]
     found: dict[str, tuple[str, str, list[int]]] = {}
     for index, entities in zip(indices, _cached_entities(texts, nlp, cache), strict=True):

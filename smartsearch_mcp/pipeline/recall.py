@@ -235,7 +235,9 @@ class RecallPipeline:
 
         cfg = self.config.retrieval
         exp = self.config.expansion
-        room = exp.max_entities * exp.per_entity // 2 if exp.enabled else 0
+        # Places kept for what expansion adds; it needs an entity in the question to anchor on.
+        expands = exp.enabled and bool(analysis.entities)
+        room = exp.max_entities * exp.per_entity // 2 if expands else 0
         total = max(0, cfg.max_candidates - room)  # candidates before expansion
         scan: ScanResult | None = None
         if cfg.mode == "indexed":
@@ -243,7 +245,7 @@ class RecallPipeline:
         else:
             source = await self._scope_corpus(scope)
             if isinstance(source, StreamedScope):
-                scan = await self._scan(analysis, scope, source, nlp, total)
+                scan = await self._scan(analysis, scope, source, nlp, cfg.max_candidates)
                 corpus = scan.corpus
                 warnings.append(
                     f"the scope holds {source.turns:,} turns, more than grep mode keeps in "
@@ -295,15 +297,21 @@ class RecallPipeline:
                 best = np.maximum(dense, channels["context"]) if "context" in channels else dense
                 channels["speaker_dense"] = np.where(np.asarray(said) > 0, best, 0.0)
                 quotas["speaker_dense"] = cfg.speaker_candidates
+        # One selection of the full size: its first `total` are what a selection of `total`
+        # would choose (quotas, then fusion, fill in the same order); the rest take the places
+        # expansion leaves unused.
         if scan is not None:  # chosen over the whole scope while it was read
-            chosen = list(scan.chosen)
+            ordered = list(scan.chosen)
         else:
-            chosen = select_candidates(channels, quotas, total, self.config.rank.rrf_k)
+            ordered = select_candidates(
+                channels, quotas, cfg.max_candidates, self.config.rank.rrf_k
+            )
+        chosen, spare = ordered[:total], ordered[total:]
         chosen_set = set(chosen)
         clock = lap(timings, "dense", clock)
 
         hops: list[Hop] = []
-        if exp.enabled:
+        if expands:
             first = top_indices(scores, exp.first_hits)
             if len(self._entity_cache) > ENTITY_CACHE_TEXTS:
                 self._entity_cache.clear()
@@ -320,6 +328,10 @@ class RecallPipeline:
             )
             room = max(0, cfg.max_candidates - len(chosen))
             chosen.extend(added[:room])
+        taken = set(chosen)
+        chosen.extend(
+            [i for i in spare if i not in taken][: max(0, cfg.max_candidates - len(chosen))]
+        )
         clock = lap(timings, "expand", clock)
 
         candidates = [

@@ -294,15 +294,15 @@ def test_discovery_ranks_co_occurring_entities_by_hit_count() -> None:
     assert discover_entities(analysis, HITS, None, 2) == ["Jon", "Paris"]
 
 
-def test_discovery_uses_every_hit_when_the_query_names_no_entity() -> None:
+def test_discovery_finds_nothing_and_runs_no_ner_when_the_query_names_no_entity() -> None:
+    class FailingNlp:
+        def pipe(self, texts):  # type: ignore[no-untyped-def]
+            raise AssertionError("NER ran")
+
     analysis = analyze_query("who likes cats?", None, REFERENCE)
-    assert discover_entities(analysis, HITS, None, 10) == [
-        "Caroline",
-        "Jon",
-        "Paris",
-        "Melanie",
-        "Denver",
-    ]
+    assert not analysis.entities
+    assert discover_entities(analysis, HITS, None, 10) == []
+    assert find_entity_mentions(analysis, HITS, FailingNlp(), 10) == []
 
 
 def test_discovery_skips_entities_already_in_the_query() -> None:

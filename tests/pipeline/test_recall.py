@@ -275,6 +275,24 @@ async def test_candidates_never_exceed_the_configured_maximum(store):
     assert ranking.timings_ms.keys() >= {"analyze", "retrieve", "expand", "rank"}
 
 
+@pytest.mark.parametrize("query", ["hiking trip", "Where did Ann go on a hiking trip?"])
+async def test_places_kept_for_expansion_and_left_unused_go_to_the_next_candidates(store, query):
+    # Expansion keeps 30 places (4 entities x 15 / 2). "hiking trip" names no entity, so
+    # nothing is kept; Ann's turns name no other entity, so expansion adds nothing.
+    await store.remember(
+        "ns", "s1", [TurnInput(f"Ann went on a hiking trip {i}") for i in range(300)]
+    )
+    config = _config(
+        rank={"scorers": ["lexical"]},
+        retrieval={"max_candidates": 50},
+        expansion={"max_entities": 4, "per_entity": 15},
+    )
+    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank(query, SCOPE)
+    assert len(ranking.candidates) == 50
+    assert ranking.hops == []
+
+
 async def test_dense_retrieval_adds_candidates_no_term_matches_and_caches_vectors(store):
     await _fill(store)
     config = _config(
