@@ -28,8 +28,12 @@ from smartsearch_mcp.pipeline.analyze import (
     sanitize_text,
     tokenize_words,
 )
+from smartsearch_mcp.pipeline.passages import sentence_spans
 
 # A term found n times scores weight * (1 + REPEAT_BONUS * ln(n)), n capped at REPEAT_CAP.
+# Longer hits are read by NER only in their sentences naming a query entity (see
+# `anchor_sentences`); LoCoMo-like chat turns are shorter and read whole.
+NER_WHOLE_WORDS = 80
 REPEAT_BONUS = 0.1
 REPEAT_CAP = 20
 PRF_WEIGHT = 0.5
@@ -339,7 +343,7 @@ def find_entity_mentions(
         WeightedTerm(" ".join(words), 1.0, "entity") for words in query_entities
     )
     indices = [i for i, text in enumerate(hit_texts) if anchors.score(text) > 0]
-    texts = [sanitize_text(hit_texts[i]) for i in indices]
+    texts = [sanitize_text(anchor_sentences(hit_texts[i], anchors)) for i in indices]
     found: dict[str, tuple[str, str, list[int]]] = {}
     for index, entities in zip(indices, _cached_entities(texts, nlp, cache), strict=True):
         for surface, label in entities:
@@ -354,6 +358,17 @@ def find_entity_mentions(
                 hits.append(index)
     ranked = sorted(found.values(), key=lambda item: (-len(item[2]), item[2][0]))
     return [EntityMention(s, label, tuple(hits)) for s, label, hits in ranked[:max_entities]]
+
+
+def anchor_sentences(text: str, anchors: TermMatcher) -> str:
+    """The sentences of a long `text` (over NER_WHOLE_WORDS words) that match `anchors`,
+    joined by a space; a shorter text whole. New entities are looked for where the query's
+    entities are mentioned: in a long assistant answer, NER over the whole of it costs most
+    of a recall and finds entities that merely share the text."""
+    if len(text) < 2 * NER_WHOLE_WORDS or len(text.split()) <= NER_WHOLE_WORDS:
+        return text
+    found = [text[a:b] for a, b in sentence_spans(text) if anchors.score(text[a:b]) > 0]
+    return " ".join(part.strip() for part in found) if found else text
 
 
 def discover_entities(

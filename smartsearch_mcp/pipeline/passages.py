@@ -44,6 +44,15 @@ def split_into_passages(turn: Turn, max_words: int, overlap_words: int) -> list[
     ]
 
 
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of the sentences and lines tiling `text` (the units passages are packed
+    from; a sentence is never split between words here)."""
+    size = len(text)
+    cuts = [0, *(end for m in _BOUNDARY_RE.finditer(text) if 0 < (end := m.end()) < size)]
+    cuts.append(size)
+    return [(start, end) for start, end in itertools.pairwise(cuts) if end > start]
+
+
 def may_split(text: str, max_words: int) -> bool:
     """False when `text` is too short to hold more than `max_words` words (a word takes at
     least one character and a separator), so it is one passage without counting."""

@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm, analyze_query
 from smartsearch_mcp.pipeline.lexical import (
+    NER_WHOLE_WORDS,
     REPEAT_BONUS,
     REPEAT_CAP,
     CorpusStats,
     EntityMention,
+    anchor_sentences,
     compile_terms,
     discover_entities,
     find_entity_mentions,
@@ -303,6 +305,28 @@ def test_discovery_finds_nothing_and_runs_no_ner_when_the_query_names_no_entity(
     assert not analysis.entities
     assert discover_entities(analysis, HITS, None, 10) == []
     assert find_entity_mentions(analysis, HITS, FailingNlp(), 10) == []
+
+
+FILLER = "We talked about the weather for a while and then about nothing much at all. "
+
+
+def test_a_long_hit_is_read_for_entities_only_where_it_names_the_query_entity() -> None:
+    hit = FILLER * 10 + "Later Caroline flew to Lisbon with Bo. " + FILLER + "Marta came by."
+    assert len(hit.split()) > NER_WHOLE_WORDS
+    analysis = analyze_query("Where did Caroline travel?", None, REFERENCE)
+    anchors = compile_terms([WeightedTerm("caroline", 1.0, "entity")])
+    assert anchor_sentences(hit, anchors) == "Later Caroline flew to Lisbon with Bo."
+    assert discover_entities(analysis, [hit], None, 10) == ["Lisbon", "Bo"]
+    short = "Caroline flew to Lisbon. Marta came by."  # read whole
+    assert anchor_sentences(short, anchors) == short
+    assert discover_entities(analysis, [short], None, 10) == ["Lisbon", "Marta"]
+
+
+def test_a_long_hit_naming_the_entity_across_sentences_is_read_whole() -> None:
+    hit = FILLER * 10 + "We met Jon. Smith was there too."
+    anchors = compile_terms([WeightedTerm("jon smith", 1.0, "entity")])
+    assert anchors.score(hit) > 0  # the phrase pattern allows ". " between its words
+    assert anchor_sentences(hit, anchors) == hit
 
 
 def test_discovery_skips_entities_already_in_the_query() -> None:

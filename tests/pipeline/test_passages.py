@@ -14,6 +14,7 @@ from smartsearch_mcp.pipeline.passages import (
     _WORD_RE,
     _word_count,
     may_split,
+    sentence_spans,
     split_into_passages,
 )
 from smartsearch_mcp.types import Passage, Turn
@@ -123,6 +124,25 @@ def test_passages_are_exact_ordered_slices_covering_the_text(
         assert passage.text == text[passage.start : passage.end]
         assert len(passage.text.split()) <= max_words
     assert split_into_passages(turn, max_words, overlap) == passages
+
+
+def test_sentence_spans_are_the_sentences_and_lines_of_a_text() -> None:
+    text = "Hi there. How are you? Fine!\nNew line"
+    assert [text[a:b] for a, b in sentence_spans(text)] == [
+        "Hi there. ",
+        "How are you? ",
+        "Fine!\n",
+        "New line",
+    ]
+    assert sentence_spans("") == []
+
+
+@given(TEXT)
+def test_sentence_spans_tile_the_text_in_order(text: str) -> None:
+    spans = sentence_spans(text)
+    assert "".join(text[a:b] for a, b in spans) == text
+    assert all(a < b for a, b in spans)
+    assert all(p[1] == c[0] for p, c in itertools.pairwise(spans))
 
 
 @given(st.text(alphabet=st.sampled_from("ab \n\t."), max_size=80), st.integers(1, 40))
