@@ -173,9 +173,10 @@ async def scan_scope(
     fixed order) as the cached path does over a `Corpus` of all of it (see module doc).
 
     `bm25_by_turn`: FTS5 BM25 by turn id (None: no BM25 channel). `total_candidates`: how
-    many candidates to choose before expansion. `find_mentions`: the entities to search for
-    in the first hits' ranking texts (None: no expansion). `index`: the `ScopeIndex` of an
-    earlier scan of the same scope, unchanged since (else it is built; see the result).
+    many candidates to choose, in selection order (the caller takes the places expansion
+    needs from the end). `find_mentions`: the entities to search for in the first hits'
+    ranking texts (None: no expansion). `index`: the `ScopeIndex` of an earlier scan of the
+    same scope, unchanged since (else it is built; see the result).
     """
     timings: dict[str, float] = {}
     clock = time.perf_counter()
