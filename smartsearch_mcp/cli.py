@@ -120,6 +120,37 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--json", action="store_true", help="print the structured result")
     recall.set_defaults(handler=_cmd_recall)
 
+    remember = sub.add_parser(
+        "remember", parents=[common], help="store a note verbatim (the remember tool)"
+    )
+    remember.add_argument(
+        "text", nargs="?", default=None, help="the note; read from stdin when omitted or '-'"
+    )
+    remember.add_argument("--speaker", default=None, help="who said it")
+    remember.add_argument("--role", default=None, help="e.g. user, assistant")
+    remember.add_argument(
+        "--timestamp", default=None, help="when it was said (ISO 8601; default: now)"
+    )
+    remember.add_argument(
+        "--session-id", default=None, help="add it to this session (default: a new one)"
+    )
+    remember.add_argument("--json", action="store_true", help="print the structured result")
+    remember.set_defaults(handler=_cmd_remember)
+
+    forget = sub.add_parser(
+        "forget", parents=[common], help="delete turns permanently (the forget tool)"
+    )
+    forget.add_argument(
+        "--id", type=int, action="append", dest="ids", metavar="ID", help="a turn id (repeatable)"
+    )
+    forget.add_argument("--session-id", default=None, help="every turn of this session")
+    forget.add_argument(
+        "--all", action="store_true", dest="whole", help="the whole namespace (with --yes)"
+    )
+    forget.add_argument("--yes", action="store_true", help="confirm --all")
+    forget.add_argument("--json", action="store_true", help="print the structured result")
+    forget.set_defaults(handler=_cmd_forget)
+
     grep = sub.add_parser(
         "grep", parents=[common], help="find turns containing exact text (or a regex)"
     )
@@ -235,8 +266,8 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
         "--namespace",
         default=default,
         help="memory namespace, or 'auto' for the current project (default: "
-        "$SMARTSEARCH_NAMESPACE; else the project for recall, grep, timeline and hooks, "
-        "'default' for the rest)",
+        "$SMARTSEARCH_NAMESPACE; else the project for remember, recall, grep, timeline, "
+        "forget and hooks, 'default' for the rest)",
     )
     parser.add_argument(
         "--log-level", default=default, help="debug, info, warning, error (default: warning)"
@@ -326,6 +357,78 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
             print(recall_output(result).model_dump_json(indent=2))
         else:
             print(format_recall(args.query, result))
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_remember(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.types import InputError, TurnInput
+
+    text = args.text
+    if text is None or text == "-":
+        if sys.stdin is None or sys.stdin.isatty():
+            raise InputError("give the note as an argument, or pipe it on stdin")
+        text = sys.stdin.read().removesuffix("\n").removesuffix("\r")
+    if not text.strip():
+        raise InputError("the note is empty; nothing was stored")
+    turn = TurnInput(text=text, speaker=args.speaker, role=args.role, timestamp=args.timestamp)
+
+    async def run() -> int:
+        memory = await _open_memory(args, config, AUTO)
+        try:
+            result = await memory.remember([turn], session_id=args.session_id)
+        finally:
+            await memory.close()
+        if args.json:
+            print(json.dumps(asdict(result), indent=2))
+        elif result.stored:
+            print(
+                f"Remembered as turn {result.ids[0]} in namespace {result.namespace!r} "
+                f"(session {result.session_id})."
+            )
+        else:
+            print(
+                f"Already stored as turn {result.ids[0]} in namespace {result.namespace!r} "
+                f"(session {result.session_id}); nothing added."
+            )
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_forget(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.types import InputError
+
+    if args.whole and (args.ids or args.session_id):
+        raise InputError("--all deletes the whole namespace: give it without --id/--session-id")
+    if not (args.whole or args.ids or args.session_id):
+        raise InputError("say what to delete: --id ID (repeatable), --session-id ID, or --all")
+
+    async def run() -> int:
+        memory = await _open_memory(args, config, AUTO)
+        try:
+            if args.whole and not args.yes:
+                namespace = memory.resolve_namespace(None)
+                count = (await memory.store.namespaces()).get(namespace, 0)
+                raise InputError(
+                    f"--all would delete all {count} turns of namespace {namespace!r}; "
+                    "add --yes to do that"
+                )
+            result = await memory.forget(
+                ids=args.ids, session_id=args.session_id, confirm=args.whole and args.yes
+            )
+        finally:
+            await memory.close()
+        if args.json:
+            print(json.dumps(asdict(result), indent=2))
+        elif result.deleted_turn_ids:
+            print(
+                f"Deleted {len(result.deleted_turn_ids)} turn(s) from namespace "
+                f"{result.namespace!r}."
+            )
+        else:
+            print(f"Nothing matched in namespace {result.namespace!r}; nothing deleted.")
         return 0
 
     return anyio.run(run)

@@ -1,8 +1,9 @@
 """The command line through its entry point: import, export round trip, recall, stats,
-doctor, config errors."""
+doctor, config errors, remember and forget."""
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -208,3 +209,51 @@ def test_a_recall_of_an_empty_namespace_says_where_the_turns_are(env, capsys):
     out = capsys.readouterr().out
     assert "No stored memory matched" in out
     assert "namespace 'elsewhere' holds no turns" in out and "'work'" in out
+
+
+def test_remember_stores_a_note_that_recall_then_finds(env, capsys, monkeypatch):
+    args = ["--namespace", "work"]
+    assert main(["remember", "The staging database is Postgres 16.", *args]) == 0
+    assert "Remembered as turn 1 in namespace 'work'" in capsys.readouterr().out
+    monkeypatch.setattr("sys.stdin", io.StringIO("Standup moved to 9:30.\n"))
+    assert main(["remember", "--speaker", "Ana", "--session-id", "s1", "--json", *args]) == 0
+    stored = json.loads(capsys.readouterr().out)
+    assert stored["stored"] == 1 and stored["session_id"] == "s1"
+    monkeypatch.setattr("sys.stdin", io.StringIO("Standup moved to 9:30.\n"))
+    assert main(["remember", "-", "--speaker", "Ana", "--session-id", "s1", *args]) == 0
+    assert "Already stored as turn 2" in capsys.readouterr().out
+    assert main(["recall", "which database is staging on?", "--json", *args]) == 0
+    passages = json.loads(capsys.readouterr().out)["passages"]
+    assert passages[0]["text"] == "The staging database is Postgres 16."
+    assert main(["timeline", "--json", *args]) == 0
+    turns = json.loads(capsys.readouterr().out)["turns"]
+    assert [(t["speaker"], t["text"]) for t in turns][-1] == ("Ana", "Standup moved to 9:30.")
+    assert len(turns) == 2
+
+
+def test_remember_refuses_an_empty_note_and_stores_nothing(env, capsys, monkeypatch):
+    assert main(["remember", "  "]) == 1
+    assert "empty" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert main(["remember"]) == 1
+    assert main(["stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["turns"] == 0
+
+
+def test_forget_deletes_by_id_and_the_whole_namespace_only_when_confirmed(env, capsys):
+    args = ["--namespace", "work"]
+    for note in ("first note", "second note", "third note"):
+        assert main(["remember", note, *args]) == 0
+    capsys.readouterr()
+    assert main(["forget", *args]) == 1
+    assert "--id" in capsys.readouterr().err
+    assert main(["forget", "--all", "--id", "1", *args]) == 1
+    assert main(["forget", "--id", "1", "--id", "99", *args]) == 1  # all or nothing
+    assert main(["forget", "--all", *args]) == 1
+    assert "all 3 turns of namespace 'work'" in capsys.readouterr().err
+    assert main(["forget", "--id", "1", "--json", *args]) == 0
+    assert json.loads(capsys.readouterr().out)["deleted_turn_ids"] == [1]
+    assert main(["forget", "--all", "--yes", *args]) == 0
+    assert "Deleted 2 turn(s)" in capsys.readouterr().out
+    assert main(["stats", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["turns"] == 0
