@@ -477,12 +477,12 @@ class RecallPipeline:
         version = await self.store.data_version()
         key = (scope.namespaces, scope.session_id, scope.since, scope.until)
         cached = self._corpora.get(key)
-        if (
-            cached is not None
-            and cached.version != version
-            and await self.store.scope_fingerprint(scope) == cached.fingerprint
-        ):
-            cached.version = version
+        if cached is not None and cached.version != version:
+            fingerprint = await self.store.scope_fingerprint(scope)
+            if self._corpora.get(key) is not cached:  # invalidated or evicted meanwhile
+                cached = None
+            elif fingerprint == cached.fingerprint:
+                cached.version = version
         if cached is not None and cached.version == version:
             self._corpora.move_to_end(key)
             return cached.source

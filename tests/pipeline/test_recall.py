@@ -597,6 +597,36 @@ async def test_a_recall_that_meets_a_backlog_wakes_the_background_embedding(stor
     assert not any("not embedded yet" in w for w in result.warnings)
 
 
+async def test_a_write_while_a_recall_checks_the_cached_scope_is_seen_not_an_error(tmp_path):
+    """A recall awaiting the scope's fingerprint and a remember of the same process that
+    clears the cache meanwhile (concurrent clients of one server): the recall reads the
+    scope again, with the new turn, instead of failing on the vanished cache entry."""
+    reader = await SQLiteStore.open(tmp_path / "m.db")
+    writer = await SQLiteStore.open(tmp_path / "m.db")
+    try:
+        await writer.remember("ns", "s1", [TurnInput("Ann adopted a puppy.", "Ann")])
+        pipeline = RecallPipeline(reader, _config(rank={"scorers": ["lexical"]}), FakeRegistry({}))  # type: ignore[arg-type]
+        assert len((await pipeline.rank("puppy", SCOPE)).candidates) == 1
+        fingerprint = reader.scope_fingerprint
+
+        async def meanwhile(scope: Scope) -> Any:
+            result = await fingerprint(scope)
+            await writer.remember("ns", "s2", [TurnInput("Bo's puppy is called Rex.", "Bo")])
+            pipeline.invalidate()  # what Memory.remember does after a write
+            return result
+
+        reader.scope_fingerprint = meanwhile  # type: ignore[method-assign]
+        await writer.remember("elsewhere", "s9", [TurnInput("a commit elsewhere")])
+        ranking = await pipeline.rank("puppy", SCOPE)
+        assert {c.passage.turn.text for c in ranking.candidates} == {
+            "Ann adopted a puppy.",
+            "Bo's puppy is called Rex.",
+        }
+    finally:
+        await reader.close()
+        await writer.close()
+
+
 async def test_a_cached_scope_is_read_again_only_when_its_own_turns_change(tmp_path):
     """Other connections commit often (the background embedding, other namespaces, other
     processes); the cached scope survives those, and is read again when a turn enters or
