@@ -255,7 +255,7 @@ class SQLiteStore:
                 if missing:
                     raise NotFoundError(
                         f"no turns with ids {missing[:20]} in namespace {namespace!r}; "
-                        "nothing was deleted (read memory://sessions to find ids)"
+                        "nothing was deleted (recall, grep and timeline show each turn's id)"
                     )
             if session_id and not found:
                 raise NotFoundError(
