@@ -16,10 +16,10 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
@@ -31,6 +31,7 @@ from smartsearch_mcp.types import SmartSearchError
 log = logging.getLogger("smartsearch_mcp")
 
 APP_NAME = "smartsearch-mcp"
+T = TypeVar("T")
 
 
 def default_db_path() -> Path:
@@ -338,28 +339,41 @@ async def _open_memory(
     return await Memory.open(config, resolve_db(args, config), namespace)
 
 
+def _on_project_memory(
+    args: argparse.Namespace, config: Config, call: Callable[[Any], Awaitable[T]]
+) -> T:
+    """`call` on the memory of the command's namespace (the current project unless
+    --namespace or $SMARTSEARCH_NAMESPACE says otherwise), closed afterwards."""
+
+    async def run() -> T:
+        memory = await _open_memory(args, config, AUTO)
+        try:
+            return await call(memory)
+        finally:
+            await memory.close()
+
+    return anyio.run(run)
+
+
 def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.output import format_recall, recall_output
 
-    async def run() -> int:
-        memory = await _open_memory(args, config, AUTO)
-        try:
-            result = await memory.recall(
-                args.query,
-                args.max_tokens,
-                session_id=args.session_id,
-                since=args.since,
-                until=args.until,
-            )
-        finally:
-            await memory.close()
-        if args.json:
-            print(recall_output(result).model_dump_json(indent=2))
-        else:
-            print(format_recall(args.query, result))
-        return 0
-
-    return anyio.run(run)
+    result = _on_project_memory(
+        args,
+        config,
+        lambda memory: memory.recall(
+            args.query,
+            args.max_tokens,
+            session_id=args.session_id,
+            since=args.since,
+            until=args.until,
+        ),
+    )
+    if args.json:
+        print(recall_output(result).model_dump_json(indent=2))
+    else:
+        print(format_recall(args.query, result))
+    return 0
 
 
 def _cmd_remember(args: argparse.Namespace, config: Config) -> int:
@@ -373,28 +387,22 @@ def _cmd_remember(args: argparse.Namespace, config: Config) -> int:
     if not text.strip():
         raise InputError("the note is empty; nothing was stored")
     turn = TurnInput(text=text, speaker=args.speaker, role=args.role, timestamp=args.timestamp)
-
-    async def run() -> int:
-        memory = await _open_memory(args, config, AUTO)
-        try:
-            result = await memory.remember([turn], session_id=args.session_id)
-        finally:
-            await memory.close()
-        if args.json:
-            print(json.dumps(asdict(result), indent=2))
-        elif result.stored:
-            print(
-                f"Remembered as turn {result.ids[0]} in namespace {result.namespace!r} "
-                f"(session {result.session_id})."
-            )
-        else:
-            print(
-                f"Already stored as turn {result.ids[0]} in namespace {result.namespace!r} "
-                f"(session {result.session_id}); nothing added."
-            )
-        return 0
-
-    return anyio.run(run)
+    result = _on_project_memory(
+        args, config, lambda memory: memory.remember([turn], session_id=args.session_id)
+    )
+    if args.json:
+        print(json.dumps(asdict(result), indent=2))
+    elif result.stored:
+        print(
+            f"Remembered as turn {result.ids[0]} in namespace {result.namespace!r} "
+            f"(session {result.session_id})."
+        )
+    else:
+        print(
+            f"Already stored as turn {result.ids[0]} in namespace {result.namespace!r} "
+            f"(session {result.session_id}); nothing added."
+        )
+    return 0
 
 
 def _cmd_forget(args: argparse.Namespace, config: Config) -> int:
@@ -405,69 +413,58 @@ def _cmd_forget(args: argparse.Namespace, config: Config) -> int:
     if not (args.whole or args.ids or args.session_id):
         raise InputError("say what to delete: --id ID (repeatable), --session-id ID, or --all")
 
-    async def run() -> int:
-        memory = await _open_memory(args, config, AUTO)
-        try:
-            if args.whole and not args.yes:
-                namespace = memory.resolve_namespace(None)
-                count = (await memory.store.namespaces()).get(namespace, 0)
-                raise InputError(
-                    f"--all would delete all {count} turns of namespace {namespace!r}; "
-                    "add --yes to do that"
-                )
-            result = await memory.forget(
-                ids=args.ids, session_id=args.session_id, confirm=args.whole and args.yes
+    async def forget(memory: Any) -> Any:
+        if args.whole and not args.yes:
+            namespace = memory.resolve_namespace(None)
+            count = (await memory.store.namespaces()).get(namespace, 0)
+            raise InputError(
+                f"--all would delete all {count} turns of namespace {namespace!r}; "
+                "add --yes to do that"
             )
-        finally:
-            await memory.close()
-        if args.json:
-            print(json.dumps(asdict(result), indent=2))
-        elif result.deleted_turn_ids:
-            print(
-                f"Deleted {len(result.deleted_turn_ids)} turn(s) from namespace "
-                f"{result.namespace!r}."
-            )
-        else:
-            print(f"Nothing matched in namespace {result.namespace!r}; nothing deleted.")
-        return 0
+        return await memory.forget(
+            ids=args.ids, session_id=args.session_id, confirm=args.whole and args.yes
+        )
 
-    return anyio.run(run)
+    result = _on_project_memory(args, config, forget)
+    if args.json:
+        print(json.dumps(asdict(result), indent=2))
+    elif result.deleted_turn_ids:
+        print(
+            f"Deleted {len(result.deleted_turn_ids)} turn(s) from namespace {result.namespace!r}."
+        )
+    else:
+        print(f"Nothing matched in namespace {result.namespace!r}; nothing deleted.")
+    return 0
 
 
 def _cmd_grep(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.output import format_grep, grep_output
 
-    async def run() -> int:
-        memory = await _open_memory(args, config, AUTO)
-        try:
-            result = await memory.grep(
-                args.pattern, limit=args.limit, regex=args.regex, session_id=args.session_id
-            )
-        finally:
-            await memory.close()
-        output = grep_output(result)
-        print(output.model_dump_json(indent=2) if args.json else format_grep(output))
-        return 0
-
-    return anyio.run(run)
+    result = _on_project_memory(
+        args,
+        config,
+        lambda memory: memory.grep(
+            args.pattern, limit=args.limit, regex=args.regex, session_id=args.session_id
+        ),
+    )
+    output = grep_output(result)
+    print(output.model_dump_json(indent=2) if args.json else format_grep(output))
+    return 0
 
 
 def _cmd_timeline(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.output import format_timeline, timeline_output
 
-    async def run() -> int:
-        memory = await _open_memory(args, config, AUTO)
-        try:
-            result = await memory.timeline(
-                since=args.since, until=args.until, session_id=args.session_id, limit=args.limit
-            )
-        finally:
-            await memory.close()
-        output = timeline_output(result)
-        print(output.model_dump_json(indent=2) if args.json else format_timeline(output))
-        return 0
-
-    return anyio.run(run)
+    result = _on_project_memory(
+        args,
+        config,
+        lambda memory: memory.timeline(
+            since=args.since, until=args.until, session_id=args.session_id, limit=args.limit
+        ),
+    )
+    output = timeline_output(result)
+    print(output.model_dump_json(indent=2) if args.json else format_timeline(output))
+    return 0
 
 
 def _cmd_hook(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ fetches from the store, runs model work in worker threads, and keeps per-scope c
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import time
@@ -307,9 +308,10 @@ class RecallPipeline:
                 channels, quotas, cfg.max_candidates, self.config.rank.rrf_k
             )
         chosen, spare = ordered[:total], ordered[total:]
-        chosen_set = set(chosen)
+        taken = set(chosen)
         clock = lap(timings, "dense", clock)
 
+        added: list[int] = []
         hops: list[Hop] = []
         if expands:
             first = top_indices(scores, exp.first_hits)
@@ -323,15 +325,17 @@ class RecallPipeline:
                 nlp,
                 exp.max_entities,
                 exp.per_entity,
-                chosen_set,
+                taken,
                 self._entity_cache,
             )
-            room = max(0, cfg.max_candidates - len(chosen))
-            chosen.extend(added[:room])
-        taken = set(chosen)
-        chosen.extend(
-            [i for i in spare if i not in taken][: max(0, cfg.max_candidates - len(chosen))]
-        )
+        # What expansion found takes the places kept for it; what it leaves goes to the rest
+        # of the selection.
+        for index in itertools.chain(added, spare):
+            if len(chosen) >= cfg.max_candidates:
+                break
+            if index not in taken:
+                chosen.append(index)
+                taken.add(index)
         clock = lap(timings, "expand", clock)
 
         candidates = [
