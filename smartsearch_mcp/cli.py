@@ -57,11 +57,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = Config.load(args.config or os.environ.get("SMARTSEARCH_CONFIG") or None)
         result = args.handler(args, config)
+        sys.stdout.flush()
     except SmartSearchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`... | head`): what was asked is done; say nothing more and
+        # keep Python from reporting the pipe again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     return int(result or 0)
 
 

@@ -257,3 +257,15 @@ def test_forget_deletes_by_id_and_the_whole_namespace_only_when_confirmed(env, c
     assert "Deleted 2 turn(s)" in capsys.readouterr().out
     assert main(["stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["turns"] == 0
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(env):
+    source = FIXTURES / "exports" / "turns.jsonl"
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    command = [sys.executable, "-m", "smartsearch_mcp", "export", "--all"]
+    reader = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.close()  # `... | head -0`: the pipe is gone before anything is written
+    error = reader.stderr.read().decode()
+    assert reader.wait(timeout=120) == 141
+    assert "Traceback" not in error and "BrokenPipeError" not in error
