@@ -155,6 +155,10 @@ def _passage_out(scored: Scored) -> PassageOut:
     )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def format_recall(query: str, result: RecallResult) -> str:
     """Readable text: passages grouped by session, sessions in time order, with dates."""
     if not result.passages:
@@ -169,7 +173,7 @@ def format_recall(query: str, result: RecallResult) -> str:
             key=lambda item: min(s.candidate.passage.turn.timestamp or "" for s in item[1]),
         )
         lines = [
-            f"{len(result.passages)} passages from {len(groups)} sessions "
+            f"{_count(len(result.passages), 'passage')} from {_count(len(groups), 'session')} "
             f"({result.tokens_used} tokens; ranked by {', '.join(result.rankers)})."
         ]
         many_namespaces = len({ns for ns, _ in groups}) > 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -112,6 +113,10 @@ def test_recall_prints_sessions_with_dates_and_json_on_request(env, capsys):
     assert main(["recall", "When does the release move?", "--namespace", "work"]) == 0
     text = capsys.readouterr().out
     assert "Friday" in text and "2024-03-15" in text
+    head = re.match(r"(\d+) (passages?) from (\d+) (sessions?) \(", text)
+    assert head, text
+    for count, noun in ((head[1], head[2]), (head[3], head[4])):
+        assert noun.endswith("s") == (count != "1"), head[0]
     assert main(["recall", "release Friday", "--namespace", "work", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["passages"][0]["text"] == "The release moves to Friday."
