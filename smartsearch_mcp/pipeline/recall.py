@@ -256,7 +256,7 @@ class RecallPipeline:
                 )
             else:
                 corpus = source
-        said = said_by_named(corpus.passages, analysis)  # for the bonus and the channel
+        said = said_by_named(corpus.passages, analysis)  # bonus, channel and `speaker` ranker
         if scan is not None:
             scores, bm25 = scan.scores, scan.bm25
             timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
@@ -355,7 +355,7 @@ class RecallPipeline:
             query_vector,
             [bm25[i] for i in chosen] if bm25 else None,
             embedded_query,
-            analysis,
+            [said[i] for i in chosen],
             budget,
         )
         warnings.extend(rank_warnings)
@@ -388,7 +388,7 @@ class RecallPipeline:
         query_vector: np.ndarray | None,
         bm25: list[float] | None,
         embedded_query: str,
-        analysis: QueryAnalysis,
+        said: list[float],
         budget: EmbedBudget,
     ) -> tuple[list[Scored], list[str], list[str], dict[str, float]]:
         warnings: list[str] = []
@@ -425,8 +425,7 @@ class RecallPipeline:
         if bm25 is not None and "bm25" in self.config.rank.scorers:
             jobs["bm25"] = _constant(bm25)
         if "speaker" in self.config.rank.scorers:
-            passages = [c.passage for c in candidates]
-            jobs["speaker"] = _constant(said_by_named(passages, analysis))
+            jobs["speaker"] = _constant(said)
         for message in self.models.warnings:
             warnings.append(message)
         scores, errors, timings = await run_scorers(jobs, self._limiter)
