@@ -1,0 +1,101 @@
+"""The README and docs/ hold together: links resolve, commands parse, the test command is CI's."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from smartsearch_mcp.cli import build_parser
+
+ROOT = Path(__file__).parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[`*_]", "", heading.strip().lower())
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for heading in re.findall(r"^#{1,6} (.+)$", text, re.M):
+        base = slug(heading)
+        name, n = base, 0
+        while name in found:
+            n += 1
+            name = f"{base}-{n}"
+        found.add(name)
+    return found
+
+
+def links(page: Path) -> list[str]:
+    text = FENCE.sub("", page.read_text(encoding="utf-8"))
+    text = re.sub(r"`[^`\n]*`", "", text)  # code spans are not links
+    return [target for target in LINK.findall(text) if "://" not in target]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_points_to_an_existing_file_and_heading(page: Path):
+    broken = []
+    for target in links(page):
+        path, _, fragment = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.exists():
+            broken.append(f"{target} (no such file)")
+        elif fragment and dest.suffix == ".md" and fragment not in anchors(dest):
+            broken.append(f"{target} (no heading #{fragment} in {dest.name})")
+    assert not broken, f"{page.relative_to(ROOT)}: broken links: {broken}"
+
+
+def readme_commands() -> list[list[str]]:
+    """Each `smartsearch-mcp …` line of the README's shell blocks, as arguments after the name."""
+    commands = []
+    for lang, block in FENCE.findall(README.read_text(encoding="utf-8")):
+        if lang not in ("bash", "sh", "shell"):
+            continue
+        for line in block.splitlines():
+            line = line.split(" #")[0].strip()
+            for part in re.split(r"&&|\|", line):
+                words = shlex.split(part)
+                if words and words[0].endswith("smartsearch-mcp"):
+                    commands.append(words[1:])
+    return commands
+
+
+def test_the_readme_shows_smartsearch_commands():
+    assert len(readme_commands()) >= 5
+
+
+@pytest.mark.parametrize("argv", readme_commands(), ids=" ".join)
+def test_every_command_in_the_readme_is_accepted_by_the_command_line(argv: list[str]):
+    parser = build_parser()
+    try:
+        parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits 2 on a usage error
+        pytest.fail(f"`smartsearch-mcp {' '.join(argv)}` is not a valid command ({exc})")
+
+
+def test_the_readmes_test_command_is_the_one_ci_runs():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    last = [line for line in ci if re.search(r"python -m pytest", line)][-1]
+    command = re.search(r"python -m pytest.*$", last)
+    assert command is not None
+    shown = [
+        line.strip()
+        for lang, block in FENCE.findall(README.read_text(encoding="utf-8"))
+        for line in block.splitlines()
+        if "-m pytest" in line
+    ]
+    assert any(line.endswith(command.group(0)) for line in shown), (
+        f"README.md should show CI's test command `{command.group(0)}`; it shows {shown}"
+    )
