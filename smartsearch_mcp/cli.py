@@ -775,7 +775,7 @@ def _cmd_install(args: argparse.Namespace, config: Config) -> int:
         )
     changes: list[install.Change] = []
     targets = install.plan(args.client, commands, paths, changes)
-    install.apply(targets, changes, args.dry_run, datetime.now())
+    install.apply(targets, changes, args.dry_run, datetime.now(), root=project)
     verb = "would be " if args.dry_run else ""
     for change in changes:
         print(f"{change.path}: {verb}{change.action}")
