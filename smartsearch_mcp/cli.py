@@ -148,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="HTTP: open connections served at once; more get 503 (default 256)",
+        help="HTTP: open connections at most; beyond it the one waiting longest for its "
+        "headers is closed, or, all busy, the new one gets 503 (default 256)",
     )
     serve.add_argument(
         "--no-preload", action="store_true", help="load models on the first recall, not at start"
@@ -386,7 +387,7 @@ def _serve_http(
         http=guarded_protocol(limits),
         ws="none",
         timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
-        limit_concurrency=limits.max_connections + 1,  # +1: the cap is the protocol's
+        timeout_graceful_shutdown=limits.shutdown_timeout,  # type: ignore[arg-type]
         log_config=None,  # uvicorn logs through our stderr handler, access logs included
         log_level=args.log_level,
     )

@@ -11,7 +11,10 @@ headers stay open forever, and the bearer token is only checked once headers are
   seconds of its first byte (of the connection, for its first request); then 408 and close.
 - body timeout: while a request body is arriving, each pause between chunks is at most
   `body_timeout` seconds; then the connection closes (the app sees a disconnect).
-- connection cap: beyond `max_connections` open connections, a new one gets 503 and is closed.
+- connection cap: beyond `max_connections` open connections, the one that has waited longest
+  for its headers is closed (503) to make room; when every connection is serving a request, the
+  new one gets 503 instead. Stalled connections thus never lock out a client that sends its
+  request promptly, and the process never runs out of file descriptors.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ class HttpLimits:
     body_timeout: float = DEFAULT_BODY_TIMEOUT
     keep_alive_timeout: float = DEFAULT_KEEP_ALIVE_TIMEOUT
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    # On SIGTERM/SIGINT, requests still running (an open event stream, a stalled body) are
+    # cancelled after this long instead of holding the exit.
+    shutdown_timeout: float = 5.0
 
 
 def http_limits(
@@ -138,11 +144,13 @@ def bind_sockets(host: str, port: int, backlog: int = 2048) -> list[socket.socke
 def guarded_protocol(limits: HttpLimits) -> type[H11Protocol]:
     """uvicorn's h11 protocol with `limits`' header and body timeouts and connection cap
     (pass it as `uvicorn.Config(http=...)`)."""
-    return type("GuardedH11Protocol", (_GuardedH11Protocol,), {"limits": limits})
+    return type("GuardedH11Protocol", (_GuardedH11Protocol,), {"limits": limits, "awaiting": {}})
 
 
 class _GuardedH11Protocol(H11Protocol):
     limits: ClassVar[HttpLimits]
+    # Connections waiting for a request's headers, oldest first (one dict per server).
+    awaiting: ClassVar[dict[_GuardedH11Protocol, None]]
     _last_busy_warning: ClassVar[float] = float("-inf")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -152,11 +160,17 @@ class _GuardedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        if len(self.connections) > self.limits.max_connections:
-            self._warn_busy()
-            transport.write(_BUSY)
-            transport.close()
-            return
+        open_now = sum(1 for c in self.connections if not c.transport.is_closing())
+        if open_now > self.limits.max_connections:
+            if not self.awaiting:
+                self._warn_busy()
+                transport.write(_BUSY)
+                transport.close()
+                return
+            # Make room by closing the connection that has waited longest for its headers:
+            # a client that sends its request promptly is never that one for long, so
+            # stalled connections cannot crowd it out.
+            next(iter(self.awaiting))._close(_BUSY)
         self._expect("headers", self.limits.header_timeout)
 
     def data_received(self, data: bytes) -> None:
@@ -179,24 +193,32 @@ class _GuardedH11Protocol(H11Protocol):
         self._stop_waiting()
         self._waiting_for = what
         self._deadline = self.loop.call_later(seconds, self._expired)
+        if what == "headers":
+            self.awaiting[self] = None
 
     def _stop_waiting(self) -> None:
         if self._deadline is not None:
             self._deadline.cancel()
         self._deadline, self._waiting_for = None, None
+        self.awaiting.pop(self, None)
 
     def _expired(self) -> None:
         what = self._waiting_for
-        self._deadline, self._waiting_for = None, None
+        self._stop_waiting()
         if self.transport.is_closing():
             return
         if what == "body" and self.flow.read_paused:
             # Reading is paused because the app has not taken the body yet: not the client.
             self._expect("body", self.limits.body_timeout)
             return
-        if what == "headers" and self.conn.our_state is h11.IDLE:
-            self.transport.write(_REQUEST_TIMEOUT)
         log.debug("closing a connection that did not send its %s in time", what)
+        self._close(_REQUEST_TIMEOUT if what == "headers" else None)
+
+    def _close(self, answer: bytes | None) -> None:
+        """Close this connection, first sending `answer` when no response has started."""
+        self._stop_waiting()
+        if answer is not None and self.conn.our_state is h11.IDLE:
+            self.transport.write(answer)
         self.transport.close()
 
     @classmethod
@@ -205,8 +227,6 @@ class _GuardedH11Protocol(H11Protocol):
         if now - cls._last_busy_warning >= _WARN_EVERY_SECONDS:
             cls._last_busy_warning = now
             log.warning(
-                "refusing connections beyond --max-connections %d (503); clients that do "
-                "not finish their requests are closed after %g s",
+                "refusing a connection: all %d (--max-connections) are serving requests (503)",
                 cls.limits.max_connections,
-                cls.limits.header_timeout,
             )

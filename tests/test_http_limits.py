@@ -93,22 +93,52 @@ async def test_half_open_requests_leave_the_server_to_clients_with_the_token_and
             await stream.aclose()
 
 
-async def test_beyond_the_connection_cap_new_connections_get_503_until_stalled_ones_time_out(
+async def test_at_the_connection_cap_stalled_connections_make_room_oldest_first(
     tmp_path: Path,
 ) -> None:
     config = write_lexical_config(tmp_path)
-    args = ("--token", TOKEN, "--header-timeout", "3", "--max-connections", "20")
+    # A header timeout far beyond the test: only the cap's eviction can free connections.
+    args = ("--token", TOKEN, "--header-timeout", "600", "--max-connections", "50")
+    async with http_server(tmp_path / "m.db", config, *args) as (base, _):
+        with anyio.fail_after(60):
+            stalled = await half_open(port_of(base), 300)
+        with anyio.fail_after(30):
+            served = await initialize(base)
+        assert served.status_code == 200, served.text
+        with anyio.fail_after(60):  # 250 made room for later ones, 1 for the client
+            evicted = [await read_until_closed(stream) for stream in stalled[:251]]
+        assert all(e.startswith(b"HTTP/1.1 503 Service Unavailable") for e in evicted)
+        for stream in stalled:
+            await stream.aclose()
+
+
+async def test_when_every_connection_is_serving_a_request_a_new_one_gets_503(
+    tmp_path: Path,
+) -> None:
+    config = write_lexical_config(tmp_path)
+    args = ("--token", TOKEN, "--max-connections", "5", "--body-timeout", "600")
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n"
+        b"Expect: 100-continue\r\n" + f"Authorization: Bearer {TOKEN}\r\n\r\n".encode()
+    )
     async with http_server(tmp_path / "m.db", config, *args) as (base, _):
         port = port_of(base)
         with anyio.fail_after(60):
-            stalled = await half_open(port, 20)
+            busy = []
+            for _ in range(5):  # requests with the token, their bodies still coming
+                stream = await anyio.connect_tcp("127.0.0.1", port)
+                await stream.send(head)
+                # 100 Continue: the server has the headers and waits for the body.
+                assert (await stream.receive()).startswith(b"HTTP/1.1 100")
+                await stream.send(b'{"jsonrpc": ')
+                busy.append(stream)
             one_too_many = await anyio.connect_tcp("127.0.0.1", port)
-            busy = await read_until_closed(one_too_many)
-        assert busy.startswith(b"HTTP/1.1 503 Service Unavailable"), busy
+            refused = await read_until_closed(one_too_many)
+        assert refused.startswith(b"HTTP/1.1 503 Service Unavailable"), refused
 
-        # Served once the stalled ones are closed (3 s). Until then a request is refused:
-        # 503, or a reset when it arrives before the server closes its connection.
-        with anyio.fail_after(90):
+        await busy[0].aclose()
+        with anyio.fail_after(60):  # a closed connection frees its place
             while True:
                 try:
                     served = await initialize(base)
@@ -116,9 +146,9 @@ async def test_beyond_the_connection_cap_new_connections_get_503_until_stalled_o
                     served = None
                 if served is not None and served.status_code != 503:
                     break
-                await anyio.sleep(0.5)
+                await anyio.sleep(0.2)
         assert served.status_code == 200, served.text
-        for stream in [*stalled, one_too_many]:
+        for stream in [*busy[1:], one_too_many]:
             await stream.aclose()
 
 
@@ -150,3 +180,24 @@ async def test_a_stalled_body_is_dropped_and_a_request_without_the_token_is_clos
         assert served.status_code == 200, served.text
         for stream in (anonymous, stalled):
             await stream.aclose()
+
+
+async def test_a_stopped_server_exits_even_while_a_request_body_is_stalled(tmp_path: Path) -> None:
+    config = write_lexical_config(tmp_path)
+    args = ("--token", TOKEN, "--body-timeout", "600")
+    head = (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n"
+        b"Expect: 100-continue\r\n" + f"Authorization: Bearer {TOKEN}\r\n\r\n".encode()
+    )
+    async with http_server(tmp_path / "m.db", config, *args) as (base, process):
+        with anyio.fail_after(60):
+            stalled = await anyio.connect_tcp("127.0.0.1", port_of(base))
+            await stalled.send(head)
+            assert (await stalled.receive()).startswith(b"HTTP/1.1 100")
+            await stalled.send(b'{"jsonrpc": ')
+        process.terminate()
+        with anyio.fail_after(60):  # the graceful shutdown gives up on it after 5 s
+            while process.poll() is None:
+                await anyio.sleep(0.2)
+        await stalled.aclose()
