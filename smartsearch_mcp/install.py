@@ -14,6 +14,12 @@ Where each client reads its configuration (as documented by each client):
 - Codex: `$CODEX_HOME/config.toml` (default `~/.codex`) or `<project>/.codex/config.toml`,
   table `[mcp_servers.<name>]` with `command` and `args`; hooks in `hooks.json` beside it,
   same shape as Claude Code's, for UserPromptSubmit and Stop.
+
+Writing is safe in an untrusted checkout: with --project, a config path that leaves the
+project through a symlink is refused; temporary files come from mkstemp (exclusive, random
+name) and backups are created exclusively, both no more readable than the original. A
+symlinked user config (dotfiles) is written through, keeping the link; a read-only file, one
+that is not UTF-8 JSON/TOML, or one nested too deeply is refused with nothing changed.
 """
 
 from __future__ import annotations
