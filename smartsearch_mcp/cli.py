@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -27,6 +28,12 @@ from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.namespaces import AUTO, resolve_auto
 from smartsearch_mcp.types import SmartSearchError
+
+if TYPE_CHECKING:
+    import socket
+
+    from smartsearch_mcp.http_access import HttpAccess
+    from smartsearch_mcp.http_serve import HttpLimits
 
 log = logging.getLogger("smartsearch_mcp")
 
@@ -87,17 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", parents=[common], help="run the MCP server (stdio by default)")
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765)")
+    serve.add_argument("--port", type=_port, default=8765, help="HTTP port (default 8765)")
     serve.add_argument(
         "--token",
         default=None,
-        help="HTTP bearer token clients must send (default: $SMARTSEARCH_TOKEN); "
-        "required to bind beyond 127.0.0.1",
+        help="HTTP bearer token clients must send (default: $SMARTSEARCH_TOKEN; on "
+        "127.0.0.1 without one, a token is made for the run and shown on stderr)",
     )
     serve.add_argument(
         "--insecure",
         action="store_true",
-        help="allow binding beyond 127.0.0.1 with no token (trusted networks only)",
+        help="serve HTTP with no token: every local user (and, beyond 127.0.0.1, everyone "
+        "who can reach the port) can read and delete the memories",
     )
     serve.add_argument(
         "--allowed-host",
@@ -112,6 +120,36 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=16,
         help="largest HTTP request body accepted, in MiB (default 16)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="HTTP: close a connection whose request line and headers are not complete "
+        "this long after they start, with 408 (default 10)",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="HTTP: close a connection whose request body stalls this long (default 30)",
+    )
+    serve.add_argument(
+        "--keep-alive-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="HTTP: close an idle kept-alive connection after this long (default 5)",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="HTTP: open connections at most; beyond it the one waiting longest for its "
+        "headers is closed, or, all busy, the new one gets 503 (default 256)",
     )
     serve.add_argument(
         "--no-preload", action="store_true", help="load models on the first recall, not at start"
@@ -302,8 +340,9 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
     access = None
     if args.http:
         from smartsearch_mcp.http_access import TOKEN_ENV, http_access
+        from smartsearch_mcp.http_serve import bind_sockets, http_limits
 
-        # Checked before anything opens: a refused bind changes nothing.
+        # Checked and bound before anything opens: a refused start changes nothing.
         access = http_access(
             args.host,
             args.token or os.environ.get(TOKEN_ENV),
@@ -311,29 +350,71 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
             extra_hosts=args.allowed_host,
             max_request_mb=args.max_request_mb,
         )
+        limits = http_limits(
+            args.header_timeout, args.body_timeout, args.keep_alive_timeout, args.max_connections
+        )
+        sockets = bind_sockets(args.host, args.port)
     db = resolve_db(args, config)
     server = create_server(
         config, db, namespace=resolve_namespace(args), preload_models=not args.no_preload
     )
     log.info("serving %s (config: %s)", db, config.source)
     if access is not None:
-        import uvicorn
-
-        app = http_app(server, access)
-        # log_config=None: uvicorn logs through our stderr handler, access logs included.
-        settings = uvicorn.Config(
-            app, host=args.host, port=args.port, log_config=None, log_level=args.log_level
-        )
-        log.warning(
-            "serving MCP over HTTP at http://%s:%d/mcp (%s)",
-            args.host,
-            args.port,
-            "bearer token required" if access.token else "no token",
-        )
-        anyio.run(uvicorn.Server(settings).serve)
+        _serve_http(args, http_app(server, access), access, limits, sockets)
     else:
         anyio.run(server.run_stdio_async)
     return 0
+
+
+def _serve_http(
+    args: argparse.Namespace,
+    app: Any,
+    access: HttpAccess,
+    limits: HttpLimits,
+    sockets: list[socket.socket],
+) -> None:
+    """Run uvicorn on the bound `sockets` with the guarded protocol, after telling the user
+    what they must know (a generated token, the Host names a wildcard bind accepts)."""
+    import uvicorn
+
+    from smartsearch_mcp.http_access import start_notices
+    from smartsearch_mcp.http_serve import guarded_protocol
+
+    settings = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        http=guarded_protocol(limits),
+        ws="none",
+        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
+        timeout_graceful_shutdown=limits.shutdown_timeout,  # type: ignore[arg-type]
+        log_config=None,  # uvicorn logs through our stderr handler, access logs included
+        log_level=args.log_level,
+    )
+    for notice in start_notices(access, args.port):
+        print(notice, file=sys.stderr, flush=True)
+    log.warning(
+        "serving MCP over HTTP at http://%s:%d/mcp (%s)",
+        args.host,
+        args.port,
+        "bearer token required" if access.token else "no token",
+    )
+    try:
+        anyio.run(functools.partial(uvicorn.Server(settings).serve, sockets=sockets))
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _port(text: str) -> int:
+    """A TCP port number from the command line (argparse type)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1-65535)")
+    return port
 
 
 async def _open_memory(
@@ -775,7 +856,7 @@ def _cmd_install(args: argparse.Namespace, config: Config) -> int:
         )
     changes: list[install.Change] = []
     targets = install.plan(args.client, commands, paths, changes)
-    install.apply(targets, changes, args.dry_run, datetime.now())
+    install.apply(targets, changes, args.dry_run, datetime.now(), root=project)
     verb = "would be " if args.dry_run else ""
     for change in changes:
         print(f"{change.path}: {verb}{change.action}")

@@ -10,6 +10,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import secrets
 import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,13 +31,15 @@ _MAKE_TOKEN = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
 
 @dataclass(frozen=True)
 class HttpAccess:
-    """The access rules of one HTTP server."""
+    """The access rules of one HTTP server. `token_generated`: no token was given, so one
+    was made for this run (the caller tells the user how to send it)."""
 
     host: str
     token: str | None
     allowed_hosts: tuple[str, ...]
     allowed_origins: tuple[str, ...]
     max_request_bytes: int
+    token_generated: bool = False
 
 
 def is_loopback(host: str) -> bool:
@@ -49,6 +52,28 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def is_wildcard(host: str) -> bool:
+    """True when `host` binds every interface of this machine."""
+    return host in _WILDCARDS
+
+
+def check_token(token: str) -> str:
+    """`token` when it can serve as a bearer token; a ConfigError saying why not otherwise."""
+    if not token.strip():
+        raise ConfigError(f"the bearer token is blank; make a strong one with: {_MAKE_TOKEN}")
+    if any(not ("!" <= ch <= "~") for ch in token):
+        raise ConfigError(
+            "the bearer token holds spaces, control or non-ASCII characters, which an "
+            f"Authorization header cannot carry; make one with: {_MAKE_TOKEN}"
+        )
+    if len(token) < MIN_TOKEN_CHARS:
+        raise ConfigError(
+            f"the bearer token is shorter than {MIN_TOKEN_CHARS} characters; make a strong "
+            f"one with: {_MAKE_TOKEN}"
+        )
+    return token
+
+
 def http_access(
     host: str,
     token: str | None,
@@ -57,22 +82,22 @@ def http_access(
     extra_hosts: Sequence[str] = (),
     max_request_mb: int = DEFAULT_MAX_REQUEST_MB,
 ) -> HttpAccess:
-    """The rules for serving on `host`. Binding beyond loopback needs a token unless
-    `insecure` is given explicitly; a ConfigError says what to do otherwise."""
-    token = token or None
-    if token is not None and len(token) < MIN_TOKEN_CHARS:
-        raise ConfigError(
-            f"the bearer token is shorter than {MIN_TOKEN_CHARS} characters; make a strong "
-            f"one with: {_MAKE_TOKEN}"
-        )
-    if not is_loopback(host) and token is None:
-        if not insecure:
+    """The rules for serving on `host`. A token is always required unless `insecure` is
+    given explicitly: on loopback, where any local user or process could otherwise read and
+    delete the memories, one is generated for this run when none is given; beyond loopback
+    a ConfigError says what to do."""
+    token = check_token(token) if token else None
+    generated = False
+    if token is None and not insecure:
+        if not is_loopback(host):
             raise ConfigError(
                 f"refusing to serve HTTP on {host} without a bearer token: anyone who can reach "
                 f"the port could read and delete these memories. Set ${TOKEN_ENV} (or --token; "
                 f"make one with: {_MAKE_TOKEN}), bind 127.0.0.1, or pass --insecure if every "
                 "client on this network is trusted"
             )
+        token, generated = secrets.token_urlsafe(32), True
+    if token is None:
         log.warning("serving HTTP on %s with no bearer token (--insecure)", host)
     if max_request_mb < 1:
         raise ConfigError("--max-request-mb must be at least 1")
@@ -88,7 +113,28 @@ def http_access(
             for port in ("", ":*")
         ),
         max_request_bytes=max_request_mb * 1024 * 1024,
+        token_generated=generated,
     )
+
+
+def start_notices(access: HttpAccess, port: int) -> list[str]:
+    """What a user must know when the server starts: how to send a generated token, and,
+    bound to every interface, which Host names clients may use."""
+    notices = []
+    if access.token_generated:
+        notices.append(
+            f"no bearer token given, so this run made one; clients send the header "
+            f"'Authorization: Bearer {access.token}' (set ${TOKEN_ENV} to keep one token "
+            "across restarts, or pass --insecure to let every local user in without one)"
+        )
+    if is_wildcard(access.host):
+        names = ", ".join(h for h in access.allowed_hosts if not h.endswith(":*"))
+        notices.append(
+            f"bound to every interface: clients must reach it as one of {names} (any port "
+            f"{port}); any other name or address, this machine's IP included, gets 421 "
+            "Misdirected Request unless given with --allowed-host NAME"
+        )
+    return notices
 
 
 def trusted_hosts(host: str, extra_hosts: Sequence[str] = ()) -> list[str]:
@@ -104,24 +150,27 @@ def trusted_hosts(host: str, extra_hosts: Sequence[str] = ()) -> list[str]:
     return [f"[{n}]" if ":" in n and not n.startswith("[") else n for n in unique]
 
 
-class BearerTokenMiddleware:
-    """Answer 401 to any HTTP request without `Authorization: Bearer <token>` (compared in
-    constant time); lifespan and other non-HTTP messages pass through."""
+class AccessMiddleware:
+    """Every HTTP request: Host and Origin lowercased (host names are case-insensitive, and
+    the DNS-rebinding check after this compares them exactly), then, when a token is set,
+    401 to any request without `Authorization: Bearer <token>` (the scheme in any case, the
+    token compared in constant time; the 401 closes the connection). Lifespan and other
+    non-HTTP messages pass through."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = token.encode() if token else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        given = b""
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                given = value
-                break
-        if hmac.compare_digest(given, self._expected):
+        headers = [
+            (name, value.lower() if name in (b"host", b"origin") else value)
+            for name, value in scope.get("headers", [])
+        ]
+        scope = {**scope, "headers": headers}
+        if self._expected is None or self._authorized(headers):
             await self.app(scope, receive, send)
             return
         body = json.dumps(
@@ -135,7 +184,16 @@ class BearerTokenMiddleware:
                     (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode()),
                     (b"www-authenticate", b'Bearer realm="smartsearch-mcp"'),
+                    (b"connection", b"close"),
                 ],
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+    def _authorized(self, headers: list[tuple[bytes, bytes]]) -> bool:
+        assert self._expected is not None
+        given = next((value for name, value in headers if name == b"authorization"), b"")
+        scheme, _, credentials = given.strip().partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(
+            credentials.strip(b" "), self._expected
+        )

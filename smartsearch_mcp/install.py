@@ -14,14 +14,23 @@ Where each client reads its configuration (as documented by each client):
 - Codex: `$CODEX_HOME/config.toml` (default `~/.codex`) or `<project>/.codex/config.toml`,
   table `[mcp_servers.<name>]` with `command` and `args`; hooks in `hooks.json` beside it,
   same shape as Claude Code's, for UserPromptSubmit and Stop.
+
+Writing is safe in an untrusted checkout: with --project, a config path that leaves the
+project through a symlink is refused; temporary files come from mkstemp (exclusive, random
+name) and backups are created exclusively, both no more readable than the original. A
+symlinked user config (dotfiles) is written through, keeping the link; a read-only file, one
+that is not UTF-8 JSON/TOML, or one nested too deeply is refused with nothing changed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shlex
+import stat
+import tempfile
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,21 +128,179 @@ def plan(
     return targets
 
 
-def apply(targets: list[Target], changes: list[Change], dry_run: bool, now: datetime) -> None:
-    """Run the edits; write changed files atomically after backing up the old ones."""
-    for target in targets:
-        old = target.path.read_text(encoding="utf-8") if target.path.exists() else None
-        new = target.edit(old)
-        change = changes[-1]
-        if new is None or new == old or dry_run:
+def apply(
+    targets: list[Target],
+    changes: list[Change],
+    dry_run: bool,
+    now: datetime,
+    root: Path | None = None,
+) -> None:
+    """Run the edits: every file is read and checked first, then each changed one is backed
+    up and written atomically. `root` is the project whose files these are: a path that
+    leaves it through a symlink is refused (a checkout must not make install write
+    elsewhere). A symlinked user config is written through: its target changes, the link
+    stays. Nothing is written when any file cannot be edited safely."""
+    prepared = [_prepare(target, changes, root) for target in targets]
+    if dry_run:
+        return
+    written: list[Path] = []
+    for edit in prepared:
+        if edit.new is None or edit.new == edit.old:
             continue
-        if old is not None:
-            backup = target.path.with_name(
-                f"{target.path.name}.bak-smartsearch-{now:%Y%m%d-%H%M%S}"
+        try:
+            if edit.old is not None:
+                edit.change.backup = _backup(edit.real, edit.old.encode("utf-8"), edit.mode, now)
+            _write_atomic(edit.real, edit.new, edit.mode)
+        except OSError as exc:
+            done = f"; already written: {', '.join(map(str, written))}" if written else ""
+            raise ConfigError(
+                f"cannot write {edit.real}: {exc.strerror or exc}; that file was not changed{done}"
+            ) from exc
+        written.append(edit.real)
+
+
+@dataclass(frozen=True, slots=True)
+class _Edit:
+    """One target, read and checked: the file to write (a symlink's target), the mode it
+    keeps, its old and new text, and the change recorded for it."""
+
+    real: Path
+    mode: int
+    old: str | None
+    new: str | None
+    change: Change
+
+
+_NEW_FILE_MODE = 0o600
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _prepare(target: Target, changes: list[Change], root: Path | None) -> _Edit:
+    real = _confined(target.path, root)
+    data, mode = _read_regular(real)
+    old = None
+    if data is not None:
+        try:
+            old = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{target.path} is not UTF-8 text ({exc.reason} at byte {exc.start}); save it "
+                "as UTF-8, then run again — nothing was changed"
+            ) from exc
+    new = target.edit(old)
+    change = changes[-1]
+    if new is not None and new != old:
+        if mode is not None and not mode & stat.S_IWUSR:
+            raise ConfigError(
+                f"{target.path} is read-only (mode {mode:04o}); make it writable "
+                f"(chmod u+w {shlex.quote(str(real))}) or add the entry by hand — "
+                "nothing was changed"
             )
-            backup.write_text(old, encoding="utf-8")
-            change.backup = backup
-        _write_atomic(target.path, new)
+        _check_writable_folder(real)
+    return _Edit(real, _NEW_FILE_MODE if mode is None else mode, old, new, change)
+
+
+def _confined(path: Path, root: Path | None) -> Path:
+    """The file `path` names after following symlinks. Under a project `root`, a path
+    that leaves the project through a symlink (the file itself or any folder between the
+    root and it) is refused."""
+    real = Path(os.path.realpath(path))
+    if root is None:
+        return real
+    real_root = Path(os.path.realpath(root))
+    if real.is_relative_to(real_root):
+        return real
+    link = path
+    for part in reversed([path, *path.parents]):
+        if part.is_symlink() and not Path(os.path.realpath(part)).is_relative_to(real_root):
+            link = part
+            break
+    raise ConfigError(
+        f"{link} is a symlink to {os.path.realpath(link)}, outside the project {root}; "
+        "install --project writes only inside the project (a checkout could otherwise make "
+        "it overwrite any of your files) — remove the link, or install without --project. "
+        "Nothing was changed"
+    )
+
+
+def _read_regular(real: Path) -> tuple[bytes | None, int | None]:
+    """The bytes and permission bits of the regular file `real`; (None, None) when there
+    is none. Never follows a last-moment symlink and never blocks on a FIFO."""
+    flags = os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(real, flags)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read {real}: {exc.strerror or exc}; nothing was changed"
+        ) from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{real} is not a regular file; nothing was changed")
+        return handle.read(), stat.S_IMODE(info.st_mode)
+
+
+def _check_writable_folder(real: Path) -> None:
+    """Fail before anything is written when the folder of `real` (or, not there yet, its
+    nearest existing parent) cannot take a new file."""
+    existing = real.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(
+            f"cannot write in {existing} (not a writable folder), so {real} cannot be "
+            "updated; nothing was changed"
+        )
+
+
+def _backup(real: Path, old: bytes, mode: int, now: datetime) -> Path:
+    """Copy the old file beside it, created exclusively (never through a planted name) and
+    no more readable than the original."""
+    stem = f"{real.name}.bak-smartsearch-{now:%Y%m%d-%H%M%S}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+    private = mode & 0o666
+    for attempt in range(100):
+        backup = real.with_name(stem if attempt == 0 else f"{stem}-{attempt}")
+        try:
+            fd = os.open(backup, flags, private)
+        except FileExistsError:
+            continue
+        _write_fd(fd, backup, old, private)
+        return backup
+    raise FileExistsError(f"too many backups named {stem}-N beside {real}")
+
+
+def _write_atomic(real: Path, text: str, mode: int) -> None:
+    """Replace `real` by a new file holding `text` with permission bits `mode`: written to
+    a fresh temporary name in the same folder (mkstemp: exclusive, random), then renamed."""
+    data = text.encode("utf-8")
+    real.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".smartsearch-tmp")
+    _write_fd(fd, Path(tmp), data, mode)
+    try:
+        os.replace(tmp, real)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_fd(fd: int, path: Path, data: bytes, mode: int) -> None:
+    """Write `data` to the new file `path` open at `fd`; on any failure the file is removed."""
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            if hasattr(os, "fchmod"):
+                os.fchmod(handle.fileno(), mode)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
 
 
 # ---------------------------------------------------------------------- JSON files
@@ -143,6 +310,15 @@ def _recording(
     path: Path, changes: list[Change], edit: Callable[[Any], tuple[Any, list[str]]]
 ) -> Callable[[str | None], str | None]:
     def run(old: str | None) -> str | None:
+        try:
+            return edit_text(old)
+        except RecursionError as exc:
+            raise ConfigError(
+                f"{path} is nested too deeply to edit safely; add the entry by hand — "
+                "nothing was changed"
+            ) from exc
+
+    def edit_text(old: str | None) -> str | None:
         if path.suffix == ".toml":
             new_text, entries = edit(old)
             changes.append(_change(path, old, entries))
@@ -152,7 +328,7 @@ def _recording(
         changes.append(_change(path, old, entries))
         if not entries:
             return old
-        return json.dumps(new_data, indent=2, ensure_ascii=False) + "\n"
+        return dump_json(new_data) + "\n"
 
     return run
 
@@ -165,11 +341,76 @@ def _change(path: Path, old: str | None, entries: list[str]) -> Change:
     return Change(path, "created" if old is None else "updated", entries)
 
 
+class JsonNumber:
+    """A JSON number kept as it was written (`1e400`, `1.10`, a 5,000-digit integer), so
+    rewriting a file never changes a number or turns one into invalid JSON (`Infinity`)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonNumber) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def load_json(text: str) -> Any:
+    """Parse JSON keeping every number as written (see JsonNumber); NaN and Infinity,
+    which Python accepts and JSON does not, are refused."""
+    return json.loads(text, parse_float=JsonNumber, parse_int=JsonNumber, parse_constant=_not_json)
+
+
+def dump_json(value: Any, indent: str = "") -> str:
+    """`json.dumps(value, indent=2, ensure_ascii=False)`, writing each JsonNumber as it
+    was read."""
+    if isinstance(value, JsonNumber):
+        return value.text
+    inner = indent + "  "
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [
+            f"{inner}{_json_string(str(key))}: {dump_json(item, inner)}"
+            for key, item in value.items()
+        ]
+        return "{\n" + ",\n".join(items) + f"\n{indent}}}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return (
+            "[\n" + ",\n".join(inner + dump_json(item, inner) for item in value) + (f"\n{indent}]")
+        )
+    if isinstance(value, str):
+        return _json_string(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _json_string(text: str) -> str:
+    # A lone surrogate (read from a `\ud800` escape) cannot be written as UTF-8: keep it
+    # escaped, as the file had it.
+    written = json.dumps(text, ensure_ascii=False)
+    try:
+        written.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(text)
+    return written
+
+
 def _load_json(path: Path, text: str | None) -> dict[str, Any]:
     if text is None or not text.strip():
         return {}
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except ValueError as exc:
         raise ConfigError(
             f"{path} is not valid JSON ({exc}); fix or move it, then run again — "
@@ -347,13 +588,3 @@ def _verify_toml(new_text: str, before: dict[str, Any], wanted: dict[str, Any] |
         expected.pop("mcp_servers")
     if after != expected:
         raise unsafe
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o600
-    tmp = path.with_name(f".{path.name}.smartsearch-tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(tmp, path)

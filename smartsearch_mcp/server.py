@@ -24,7 +24,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.http_access import BearerTokenMiddleware, HttpAccess
+from smartsearch_mcp.http_access import AccessMiddleware, HttpAccess
 from smartsearch_mcp.memory import Memory
 from smartsearch_mcp.output import (
     ForgetOutput,
@@ -132,7 +132,8 @@ def create_server(
 
 def http_app(server: MCPServer[AppContext], access: HttpAccess) -> Any:
     """The streamable HTTP app (an ASGI app) under `access`: Host and Origin checked against
-    DNS rebinding, request bodies limited, and a bearer token required when one is set."""
+    DNS rebinding (case-insensitively), request bodies limited, and a bearer token required
+    when one is set."""
     app: Any = server.streamable_http_app(
         host=access.host,
         max_request_body_size=access.max_request_bytes,
@@ -142,7 +143,7 @@ def http_app(server: MCPServer[AppContext], access: HttpAccess) -> Any:
             allowed_origins=list(access.allowed_origins),
         ),
     )
-    return BearerTokenMiddleware(app, access.token) if access.token else app
+    return AccessMiddleware(app, access.token)
 
 
 def _memory(ctx: Context[AppContext]) -> Memory:

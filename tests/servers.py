@@ -80,9 +80,17 @@ async def http_server(
     env: dict[str, str] | None = None,
     stderr: IO[bytes] | None = None,
     probe_host: str = "127.0.0.1",
+    insecure: bool | None = None,
 ) -> AsyncIterator[tuple[str, subprocess.Popen[bytes]]]:
-    """`serve --http` on a free port; yields (base URL, process) once it accepts connections."""
+    """`serve --http` on a free port; yields (base URL, process) once it accepts connections.
+    `insecure` (by default: when no token is given, by `--token` in `extra` or
+    $SMARTSEARCH_TOKEN in `env`) passes `--insecure`, for tests about anything but
+    authentication."""
     port = free_port()
+    if insecure is None:
+        insecure = "--token" not in extra and "SMARTSEARCH_TOKEN" not in (env or {})
+    if insecure:
+        extra = (*extra, "--insecure")
     process = subprocess.Popen(
         cli_command(
             "serve",

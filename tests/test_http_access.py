@@ -4,6 +4,7 @@ rebinding, and the request size limit — the rules alone, then a real server an
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -15,7 +16,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from servers import http_server, run_cli, subprocess_env, write_lexical_config
 
-from smartsearch_mcp.http_access import http_access, is_loopback, trusted_hosts
+from smartsearch_mcp.http_access import (
+    http_access,
+    is_loopback,
+    start_notices,
+    trusted_hosts,
+)
 from smartsearch_mcp.types import ConfigError
 
 TOKEN = "t0k3n-for-tests-only-1234567890"
@@ -58,12 +64,39 @@ def test_binding_beyond_loopback_without_a_token_is_refused_saying_what_to_do() 
 def test_binding_beyond_loopback_works_with_a_token_or_an_explicit_insecure() -> None:
     assert http_access("0.0.0.0", TOKEN).token == TOKEN
     assert http_access("192.168.1.20", None, insecure=True).token is None
-    assert http_access("127.0.0.1", None).token is None
+    assert http_access("127.0.0.1", None, insecure=True).token is None
 
 
-def test_a_short_token_is_refused_with_a_way_to_make_a_strong_one() -> None:
-    with pytest.raises(ConfigError, match=r"secrets\.token_urlsafe"):
-        http_access("127.0.0.1", "short")
+def test_loopback_without_a_token_gets_one_made_for_the_run_and_told_how_to_send_it() -> None:
+    first, second = http_access("127.0.0.1", None), http_access("127.0.0.1", None)
+    assert first.token_generated and first.token and len(first.token) >= 32
+    assert first.token != second.token
+    (notice,) = start_notices(first, 8765)
+    assert f"Authorization: Bearer {first.token}" in notice and "SMARTSEARCH_TOKEN" in notice
+    assert start_notices(http_access("127.0.0.1", TOKEN), 8765) == []
+
+
+@pytest.mark.parametrize(
+    ("token", "why"),
+    [
+        (" " * 20, "blank"),
+        ("\t\n" * 10, "blank"),
+        ("correct horse battery staple", "spaces"),
+        ("t\u00f6ken-with-umlaut-1234", "non-ASCII"),
+        ("short", "shorter than 16"),
+    ],
+)
+def test_blank_spaced_or_short_tokens_are_refused_with_a_way_to_make_a_strong_one(
+    token: str, why: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"{why}.*secrets\.token_urlsafe"):
+        http_access("127.0.0.1", token)
+
+
+def test_a_wildcard_bind_says_which_host_names_are_accepted_and_how_to_add_one() -> None:
+    (notice,) = start_notices(http_access("0.0.0.0", TOKEN), 8765)
+    assert "421" in notice and "--allowed-host NAME" in notice
+    assert socket.gethostname().lower() in notice and "localhost" in notice
 
 
 def test_trusted_hosts_are_loopback_names_the_bound_address_and_the_ones_given() -> None:
@@ -159,7 +192,7 @@ async def test_a_public_bind_with_a_token_serves_clients_that_send_it(tmp_path: 
     config = write_lexical_config(tmp_path)
     async with http_server(tmp_path / "m.db", config, "--host", "0.0.0.0", "--token", TOKEN) as (
         base,
-        _,
+        process,
     ):
         async with httpx.AsyncClient(base_url=base, headers=MCP_HEADERS) as http:
             with anyio.fail_after(60):
@@ -169,3 +202,78 @@ async def test_a_public_bind_with_a_token_serves_clients_that_send_it(tmp_path: 
                 )
         assert refused.status_code == 401
         assert served.status_code == 200, served.text
+    assert process.stderr is not None
+    started = process.stderr.read().decode()
+    assert "bound to every interface" in started and "--allowed-host NAME" in started
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_the_bearer_scheme_and_the_host_name_are_matched_in_any_case(tmp_path: Path) -> None:
+    config = write_lexical_config(tmp_path)
+    async with http_server(tmp_path / "m.db", config, "--token", TOKEN) as (base, _):
+        port = base.rsplit(":", 1)[1]
+        async with httpx.AsyncClient(base_url=base, headers=MCP_HEADERS) as http:
+            with anyio.fail_after(60):
+                lower = await http.post(
+                    "/mcp", json=INITIALIZE, headers={"Authorization": f"bearer {TOKEN}"}
+                )
+                upper_host = await http.post(
+                    "/mcp",
+                    json=INITIALIZE,
+                    headers={"Authorization": f"BEARER {TOKEN}", "Host": f"LocalHost:{port}"},
+                )
+                other_scheme = await http.post(
+                    "/mcp", json=INITIALIZE, headers={"Authorization": f"Basic {TOKEN}"}
+                )
+        assert lower.status_code == 200, lower.text
+        assert upper_host.status_code == 200, upper_host.text
+        assert other_scheme.status_code == 401
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_loopback_server_without_a_token_makes_one_and_says_how_to_send_it(
+    tmp_path: Path,
+) -> None:
+    config = write_lexical_config(tmp_path)
+    log_path = tmp_path / "stderr.txt"
+    with log_path.open("wb") as log:
+        async with http_server(tmp_path / "m.db", config, stderr=log, insecure=False) as (
+            base,
+            _,
+        ):
+            match = re.search(r"Authorization: Bearer (\S+)'", log_path.read_text())
+            assert match, log_path.read_text()
+            async with httpx.AsyncClient(base_url=base, headers=MCP_HEADERS) as http:
+                with anyio.fail_after(60):
+                    anonymous = await http.post("/mcp", json=INITIALIZE)
+                    authorized = await http.post(
+                        "/mcp",
+                        json=INITIALIZE,
+                        headers={"Authorization": f"Bearer {match.group(1)}"},
+                    )
+    assert anonymous.status_code == 401
+    assert authorized.status_code == 200, authorized.text
+
+
+def test_a_port_in_use_is_one_clear_error_before_anything_opens(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_cli(
+            ["serve", "--http", "--port", str(port), "--db", str(tmp_path / "m.db")], timeout=60
+        )
+    assert done.returncode == 1
+    assert f"error: port {port} on 127.0.0.1 is already in use" in done.stderr
+    assert "serving" not in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "m.db").exists()
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "-1", "http"])
+def test_a_port_outside_1_to_65535_is_a_usage_error(tmp_path: Path, port: str) -> None:
+    done = run_cli(["serve", "--http", "--port", port, "--db", str(tmp_path / "m.db")], timeout=60)
+    assert done.returncode == 2
+    assert "is not a port number (1-65535)" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "m.db").exists()
