@@ -6,6 +6,7 @@ Nothing heavy is built at import time: the store opens in the lifespan, models l
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -109,8 +112,8 @@ def create_server(
         try:
             async with anyio.create_task_group() as background:
                 if preload_models:
-                    _warm_models_later(memory)
-                    background.start_soon(memory.index_in_background)
+                    warmed = _warm_models_later(memory)
+                    background.start_soon(_index_once_warm, memory, warmed)
                 yield AppContext(memory=memory)
                 background.cancel_scope.cancel()
         finally:
@@ -411,10 +414,25 @@ def _register_resources(server: MCPServer[AppContext], running: dict[str, Memory
         return _json(asdict(found[0]))
 
 
-def _warm_models_later(memory: Memory) -> None:
-    """Load the configured models in a daemon thread so the first recall is fast."""
+def _warm_models_later(memory: Memory) -> anyio.Event:
+    """Load the configured models in a daemon thread so the first recall is fast; the event
+    is set when they are loaded. A daemon thread: stopping the server never waits for it."""
+    warmed = anyio.Event()
+    token = anyio.lowlevel.current_token()
 
     def warm() -> None:
-        memory.pipeline.warm_up()
+        try:
+            memory.pipeline.warm_up()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
+                anyio.from_thread.run_sync(warmed.set, token=token)
 
     threading.Thread(target=warm, name="smartsearch-warmup", daemon=True).start()
+    return warmed
+
+
+async def _index_once_warm(memory: Memory, warmed: anyio.Event) -> None:
+    """Background embedding, started once the warm-up has loaded the models: before, it
+    would wait for them in a worker thread that a stopping server must wait for too."""
+    await warmed.wait()
+    await memory.index_in_background()
