@@ -578,6 +578,10 @@ def _cmd_hook(args: argparse.Namespace) -> int:
         anyio.run(run)
     except SmartSearchError as exc:  # e.g. a database that cannot be opened: one clear line
         log.error("hook %s %s failed: %s", args.client, args.event, exc)
+    except sqlite3.Error as exc:  # e.g. corruption met while storing
+        from smartsearch_mcp.store.files import describe_error
+
+        log.error("hook %s %s failed: %s", args.client, args.event, describe_error(db, exc))
     except Exception:  # a hook must never fail the agent: record and carry on
         log.exception("hook %s %s failed", args.client, args.event)
     finally:

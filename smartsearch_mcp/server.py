@@ -10,6 +10,7 @@ import contextlib
 import functools
 import json
 import logging
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -43,6 +44,7 @@ from smartsearch_mcp.output import (
     recall_output,
     timeline_output,
 )
+from smartsearch_mcp.store.files import describe_error
 from smartsearch_mcp.types import NotFoundError, SmartSearchError, TurnInput
 
 log = logging.getLogger(__name__)
@@ -164,8 +166,15 @@ def _tool_errors(fn: F) -> F:
             return await fn(*args, **kwargs)
         except SmartSearchError as exc:
             raise ToolError(str(exc)) from exc
+        except sqlite3.Error as exc:  # e.g. corruption SQLite met in the middle of a call
+            raise ToolError(str(describe_error(_database_named(kwargs), exc))) from exc
 
     return cast(F, wrapper)
+
+
+def _database_named(kwargs: dict[str, Any]) -> str:
+    ctx = kwargs.get("ctx")
+    return _memory(ctx).store.path if isinstance(ctx, Context) else "the database"
 
 
 def _resource_errors(fn: F) -> F:
@@ -179,6 +188,8 @@ def _resource_errors(fn: F) -> F:
             raise ResourceNotFoundError(str(exc)) from exc
         except SmartSearchError as exc:
             raise ResourceError(str(exc)) from exc
+        except sqlite3.Error as exc:
+            raise ResourceError(str(describe_error(_database_named(kwargs), exc))) from exc
 
     return cast(F, wrapper)
 

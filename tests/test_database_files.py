@@ -14,6 +14,7 @@ import sqlite3
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -325,3 +326,23 @@ def test_debug_logging_never_shows_memory_text(tmp_path):
     assert secret not in done.stderr
     done = _cli(tmp_path, "grep", secret, "--db", str(db), "--log-level", "debug")
     assert secret in done.stdout and secret not in done.stderr
+
+
+def test_a_tool_on_a_corrupt_database_answers_with_the_clear_error(tmp_path):
+    from mcp import Client
+
+    from smartsearch_mcp.config import Config
+    from smartsearch_mcp.server import create_server
+
+    db = tmp_path / "memory.db"
+    _stored_database(db)
+    _corrupt_turns_pages(db)
+    config = Config.load(str(write_lexical_config(tmp_path)))
+
+    async def call() -> Any:
+        async with Client(create_server(config, db)) as client:
+            return await client.call_tool("grep", {"pattern": "whale", "namespace": "default"})
+
+    result = anyio.run(call)
+    assert result.is_error
+    assert f"the database file {db} is corrupt" in result.content[0].text

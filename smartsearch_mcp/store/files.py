@@ -120,9 +120,11 @@ def describe_error(path: str | Path, exc: BaseException) -> DatabaseError:
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     text = str(exc)
+    if text.startswith("Could not decode"):  # SQLite quotes the stored text: never shown
+        text = "a stored text is not valid UTF-8"
     if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or (
         primary is None
-        and any(sign in text for sign in ("malformed", "not a database", "Could not decode"))
+        and any(sign in text for sign in ("malformed", "not a database", "not valid UTF-8"))
     ):
         return DatabaseError(
             f"the database file {path} is corrupt ({text}): run `smartsearch-mcp doctor "
