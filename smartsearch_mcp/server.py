@@ -1,4 +1,4 @@
-"""MCP tools and resources — the only module that imports mcp.
+"""MCP tools and resources — with stdio_transport, the only modules that import mcp.
 
 Nothing heavy is built at import time: the store opens in the lifespan, models load lazily
 (warmed in a background thread once the server is up), so the handshake is instant.
