@@ -14,8 +14,10 @@ import json
 import logging
 import os
 import shutil
+import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
@@ -67,6 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
     except SmartSearchError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as exc:  # e.g. corruption SQLite found in the middle of a command
+        from smartsearch_mcp.store.files import describe_error
+
+        db = args.db or os.environ.get("SMARTSEARCH_DB") or "(the database)"
+        print(f"error: {describe_error(db, exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -336,6 +344,7 @@ def resolve_namespace(args: argparse.Namespace, default: str | None = None) -> s
 
 def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.server import create_server, http_app
+    from smartsearch_mcp.stdio_transport import run_stdio
 
     access = None
     if args.http:
@@ -355,15 +364,49 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
         )
         sockets = bind_sockets(args.host, args.port)
     db = resolve_db(args, config)
-    server = create_server(
-        config, db, namespace=resolve_namespace(args), preload_models=not args.no_preload
-    )
-    log.info("serving %s (config: %s)", db, config.source)
+    namespace = resolve_namespace(args)
+    anyio.run(_check_database, db, config)  # a bad database: one line and exit 1, at once
+    server = create_server(config, db, namespace=namespace, preload_models=not args.no_preload)
     if access is not None:
         _serve_http(args, http_app(server, access), access, limits, sockets)
-    else:
-        anyio.run(server.run_stdio_async)
-    return 0
+        return 0
+    _announce(
+        f"smartsearch-mcp {__version__} serving MCP over stdio: database {db}, config "
+        f"{config.source}, namespace {namespace or config.scope.default_namespace} "
+        "(Ctrl-C stops it)"
+    )
+    # 0 when the client closed stdin, 130 on Ctrl-C (SIGINT), as shells report it.
+    status = anyio.run(run_stdio, server)
+    log.info("stopped")
+    _exit_without_waiting_for_models(status)
+    return status
+
+
+async def _check_database(db: str, config: Config) -> None:
+    """Open (creating or migrating) and close the database: errors surface before serving."""
+    from smartsearch_mcp.store import SQLiteStore
+
+    store = await SQLiteStore.open(db, busy_timeout_ms=config.store.busy_timeout_ms)
+    await store.close()
+
+
+def _announce(message: str) -> None:
+    """One line to stderr whatever the log level: what the server is serving."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def _exit_without_waiting_for_models(status: int) -> None:
+    """End the process now when only a model load (the warm-up's or a recall's, up to 20 s)
+    is left running in a worker thread: the database is closed by now, nothing is lost."""
+    busy = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if not busy:
+        return
+    log.info("exiting without waiting for %d model-loading thread(s)", len(busy))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(status)
 
 
 def _serve_http(
@@ -418,22 +461,30 @@ def _port(text: str) -> int:
 
 
 async def _open_memory(
-    args: argparse.Namespace, config: Config, default_namespace: str | None = None
+    args: argparse.Namespace,
+    config: Config,
+    default_namespace: str | None = None,
+    read_only: bool = False,
 ) -> Any:
+    """The command's memory; `read_only` for commands that only read (the database must
+    exist then, and nothing is written to it)."""
     from smartsearch_mcp.memory import Memory
 
     namespace = resolve_namespace(args, default_namespace)
-    return await Memory.open(config, resolve_db(args, config), namespace)
+    return await Memory.open(config, resolve_db(args, config), namespace, read_only=read_only)
 
 
 def _on_project_memory(
-    args: argparse.Namespace, config: Config, call: Callable[[Any], Awaitable[T]]
+    args: argparse.Namespace,
+    config: Config,
+    call: Callable[[Any], Awaitable[T]],
+    read_only: bool = False,
 ) -> T:
     """`call` on the memory of the command's namespace (the current project unless
     --namespace or $SMARTSEARCH_NAMESPACE says otherwise), closed afterwards."""
 
     async def run() -> T:
-        memory = await _open_memory(args, config, AUTO)
+        memory = await _open_memory(args, config, AUTO, read_only=read_only)
         try:
             return await call(memory)
         finally:
@@ -455,6 +506,7 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
             since=args.since,
             until=args.until,
         ),
+        read_only=True,
     )
     if args.json:
         print(recall_output(result).model_dump_json(indent=2))
@@ -533,6 +585,7 @@ def _cmd_grep(args: argparse.Namespace, config: Config) -> int:
         lambda memory: memory.grep(
             args.pattern, limit=args.limit, regex=args.regex, session_id=args.session_id
         ),
+        read_only=True,
     )
     output = grep_output(result)
     print(output.model_dump_json(indent=2) if args.json else format_grep(output))
@@ -548,6 +601,7 @@ def _cmd_timeline(args: argparse.Namespace, config: Config) -> int:
         lambda memory: memory.timeline(
             since=args.since, until=args.until, session_id=args.session_id, limit=args.limit
         ),
+        read_only=True,
     )
     output = timeline_output(result)
     print(output.model_dump_json(indent=2) if args.json else format_timeline(output))
@@ -603,6 +657,12 @@ def _cmd_hook(args: argparse.Namespace) -> int:
             )
 
         anyio.run(run)
+    except SmartSearchError as exc:  # e.g. a database that cannot be opened: one clear line
+        log.error("hook %s %s failed: %s", args.client, args.event, exc)
+    except sqlite3.Error as exc:  # e.g. corruption met while storing
+        from smartsearch_mcp.store.files import describe_error
+
+        log.error("hook %s %s failed: %s", args.client, args.event, describe_error(db, exc))
     except Exception:  # a hook must never fail the agent: record and carry on
         log.exception("hook %s %s failed", args.client, args.event)
     finally:
@@ -613,9 +673,15 @@ def _cmd_hook(args: argparse.Namespace) -> int:
 
 def _hook_log_handler(path: Path) -> logging.Handler:
     """Log INFO and above to `path` (falling back to stderr when it cannot be opened)."""
+    from smartsearch_mcp.store.files import make_private_dir
+
     handler: logging.Handler
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
+        # The log names sessions and projects: private like the database.
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o600))
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
         handler = logging.FileHandler(path, encoding="utf-8")
     except OSError:
         handler = logging.StreamHandler(sys.stderr)
@@ -709,9 +775,9 @@ def _cmd_export(args: argparse.Namespace, config: Config) -> int:
 
     async def run() -> int:
         db = resolve_db(args, config)
-        if db != ":memory:" and not Path(db).exists():
-            raise SmartSearchError(f"no database at {db}; nothing to export")
-        source = await SQLiteStore.open(db, busy_timeout_ms=config.store.busy_timeout_ms)
+        source = await SQLiteStore.open(
+            db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True
+        )
         with tempfile.TemporaryDirectory() as tmp:
             snapshot_path = Path(tmp) / "snapshot.db"
             try:
@@ -743,7 +809,7 @@ def _cmd_export(args: argparse.Namespace, config: Config) -> int:
 
 def _cmd_stats(args: argparse.Namespace, config: Config) -> int:
     async def run() -> int:
-        memory = await _open_memory(args, config)
+        memory = await _open_memory(args, config, read_only=True)
         try:
             stats = await memory.store.stats()
         finally:
@@ -773,27 +839,37 @@ def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     print(f"config: {config.source}")
 
     async def check_db() -> list[str]:
-        store = await SQLiteStore.open(db, busy_timeout_ms=config.store.busy_timeout_ms)
+        # Read-only: doctor reports on the database as it is, never creates or changes it.
+        store = await SQLiteStore.open(
+            db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True
+        )
         try:
-            stats = await store.stats()
-            print(f"database: {db} — {stats.turns} turns, schema v{stats.schema_version}")
-            return await store.integrity_check()
+            problems = await store.integrity_check()
+            try:
+                stats = await store.stats()
+                print(f"database: {db} — {stats.turns} turns, schema v{stats.schema_version}")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"reading the turns: {exc}")
+            return problems
         finally:
             await store.close()
 
-    try:
-        problems = anyio.run(check_db)
-    except (OSError, SmartSearchError) as exc:
-        problems = [str(exc)]
-    if problems:
-        ok = False
-        print("database: PROBLEMS\n  " + "\n  ".join(problems))
-        print(
-            "  fix: restore from an export (smartsearch-mcp export / import), or point --db "
-            "at another file"
-        )
+    if db != ":memory:" and not Path(db).expanduser().exists():
+        print(f"database: {db} does not exist yet (the first remember, import or serve creates it)")
     else:
-        print("database: ok (integrity check passed, full-text index consistent)")
+        try:
+            problems = anyio.run(check_db)
+        except (OSError, sqlite3.Error, SmartSearchError) as exc:
+            problems = [str(exc)]
+        if problems:
+            ok = False
+            print("database: PROBLEMS\n  " + "\n  ".join(problems))
+            print(
+                "  fix: restore from a backup or an export (smartsearch-mcp export / import), "
+                "or point --db at another file"
+            )
+        else:
+            print("database: ok (integrity check passed, full-text index consistent)")
 
     if not args.skip_models:
         ok = _print_models(config) and ok
@@ -814,12 +890,12 @@ def _print_models(config: Config) -> bool:
         else:
             detail = f"— {status.message}"
         print(f"  [{mark}] {status.kind}: {status.name} {detail}")
-    usable = any(s.ok for s in statuses)
-    if not all(s.ok for s in statuses):
+    all_ok = all(s.ok for s in statuses)
+    if not all_ok:
         print("  recall degrades to the models that load (see warnings in each result).")
         for fix in model_fixes(statuses):
             print(f"  fix: {fix}")
-    return usable
+    return all_ok
 
 
 def _cmd_models(args: argparse.Namespace, config: Config) -> int:

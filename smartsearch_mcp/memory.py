@@ -56,16 +56,27 @@ class Memory:
 
     @classmethod
     async def open(
-        cls, config: Config, db_path: str | Path, namespace: str | None = None
+        cls,
+        config: Config,
+        db_path: str | Path,
+        namespace: str | None = None,
+        read_only: bool = False,
     ) -> Memory:
+        """The memory over the database at `db_path` (`read_only`: an existing database,
+        opened read-only)."""
         store = await SQLiteStore.open(
             db_path,
             busy_timeout_ms=config.store.busy_timeout_ms,
             max_turns_per_call=config.store.max_turns_per_call,
             max_text_chars=config.store.max_text_chars,
+            read_only=read_only,
         )
-        models = ModelRegistry.from_config(config)
-        return cls(store, config, models, namespace or config.scope.default_namespace)
+        try:
+            models = ModelRegistry.from_config(config)
+            return cls(store, config, models, namespace or config.scope.default_namespace)
+        except BaseException:
+            await store.close()
+            raise
 
     async def close(self) -> None:
         await self.store.close()

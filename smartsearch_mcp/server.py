@@ -1,4 +1,4 @@
-"""MCP tools and resources — the only module that imports mcp.
+"""MCP tools and resources — with stdio_transport, the only modules that import mcp.
 
 Nothing heavy is built at import time: the store opens in the lifespan, models load lazily
 (warmed in a background thread once the server is up), so the handshake is instant.
@@ -6,9 +6,11 @@ Nothing heavy is built at import time: the store opens in the lifespan, models l
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -17,6 +19,8 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
@@ -40,6 +44,7 @@ from smartsearch_mcp.output import (
     recall_output,
     timeline_output,
 )
+from smartsearch_mcp.store.files import describe_error
 from smartsearch_mcp.types import NotFoundError, SmartSearchError, TurnInput
 
 log = logging.getLogger(__name__)
@@ -109,8 +114,8 @@ def create_server(
         try:
             async with anyio.create_task_group() as background:
                 if preload_models:
-                    _warm_models_later(memory)
-                    background.start_soon(memory.index_in_background)
+                    warmed = _warm_models_later(memory)
+                    background.start_soon(_index_once_warm, memory, warmed)
                 yield AppContext(memory=memory)
                 background.cancel_scope.cancel()
         finally:
@@ -162,8 +167,15 @@ def _tool_errors(fn: F) -> F:
             return await fn(*args, **kwargs)
         except SmartSearchError as exc:
             raise ToolError(str(exc)) from exc
+        except sqlite3.Error as exc:  # e.g. corruption SQLite met in the middle of a call
+            raise ToolError(str(describe_error(_database_named(kwargs), exc))) from exc
 
     return cast(F, wrapper)
+
+
+def _database_named(kwargs: dict[str, Any]) -> str:
+    ctx = kwargs.get("ctx")
+    return _memory(ctx).store.path if isinstance(ctx, Context) else "the database"
 
 
 def _resource_errors(fn: F) -> F:
@@ -177,6 +189,8 @@ def _resource_errors(fn: F) -> F:
             raise ResourceNotFoundError(str(exc)) from exc
         except SmartSearchError as exc:
             raise ResourceError(str(exc)) from exc
+        except sqlite3.Error as exc:
+            raise ResourceError(str(describe_error(_database_named(kwargs), exc))) from exc
 
     return cast(F, wrapper)
 
@@ -412,10 +426,25 @@ def _register_resources(server: MCPServer[AppContext], running: dict[str, Memory
         return _json(asdict(found[0]))
 
 
-def _warm_models_later(memory: Memory) -> None:
-    """Load the configured models in a daemon thread so the first recall is fast."""
+def _warm_models_later(memory: Memory) -> anyio.Event:
+    """Load the configured models in a daemon thread so the first recall is fast; the event
+    is set when they are loaded. A daemon thread: stopping the server never waits for it."""
+    warmed = anyio.Event()
+    token = anyio.lowlevel.current_token()
 
     def warm() -> None:
-        memory.pipeline.warm_up()
+        try:
+            memory.pipeline.warm_up()
+        finally:
+            with contextlib.suppress(RuntimeError):  # the server stopped meanwhile
+                anyio.from_thread.run_sync(warmed.set, token=token)
 
     threading.Thread(target=warm, name="smartsearch-warmup", daemon=True).start()
+    return warmed
+
+
+async def _index_once_warm(memory: Memory, warmed: anyio.Event) -> None:
+    """Background embedding, started once the warm-up has loaded the models: before, it
+    would wait for them in a worker thread that a stopping server must wait for too."""
+    await warmed.wait()
+    await memory.index_in_background()

@@ -134,6 +134,7 @@ def test_stats_reports_turns_per_namespace(env, capsys):
 
 
 def test_doctor_checks_the_database_and_prints_client_config_with_absolute_paths(env, capsys):
+    assert main(["remember", "a note", "--namespace", "default"]) == 0
     assert main(["doctor", "--skip-models"]) == 0
     out = capsys.readouterr().out
     assert "integrity check passed" in out
@@ -158,6 +159,7 @@ def test_a_bad_import_file_is_a_clear_error_and_stores_nothing(env, capsys):
 
 
 def test_recall_with_a_bad_budget_is_a_clear_error(env, capsys):
+    assert main(["remember", "a note"]) == 0
     assert main(["recall", "anything", "--max-tokens", "0"]) == 1
     assert "max_tokens" in capsys.readouterr().err
 
@@ -241,8 +243,9 @@ def test_remember_refuses_an_empty_note_and_stores_nothing(env, capsys, monkeypa
     assert "empty" in capsys.readouterr().err
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert main(["remember"]) == 1
-    assert main(["stats", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["turns"] == 0
+    assert main(["stats", "--json"]) == 1
+    assert "no database at" in capsys.readouterr().err
+    assert not (env / "memory.db").exists()
 
 
 def test_forget_deletes_by_id_and_the_whole_namespace_only_when_confirmed(env, capsys):

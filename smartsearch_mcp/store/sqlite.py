@@ -11,8 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import sqlite3
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -20,11 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiosqlite
 import anyio
 
 from smartsearch_mcp.dates import normalize_timestamp
+from smartsearch_mcp.store import files
 from smartsearch_mcp.store import queries as sql
 from smartsearch_mcp.store.schema import MIGRATIONS
 from smartsearch_mcp.types import (
@@ -41,6 +43,9 @@ from smartsearch_mcp.types import (
 )
 
 log = logging.getLogger(__name__)
+# aiosqlite logs every statement with its parameters at DEBUG, i.e. the memories' text:
+# never logged, whatever level the application sets.
+logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
 MAX_NAME_CHARS = 256
 MAX_ID = 2**63 - 1  # SQLite's largest integer (a larger one cannot even be bound)
@@ -99,6 +104,7 @@ class SQLiteStore:
         # process (two HTTP sessions) would nest BEGINs, and one's rollback would undo the
         # other's acknowledged turns.
         self._write_lock = anyio.Lock()
+        self.read_only = False
 
     @classmethod
     async def open(
@@ -108,17 +114,37 @@ class SQLiteStore:
         busy_timeout_ms: int = 30_000,
         max_turns_per_call: int = 10_000,
         max_text_chars: int = 1_000_000,
+        read_only: bool = False,
     ) -> SQLiteStore:
-        """Open (creating and migrating if needed) the database at `path` (or ":memory:")."""
+        """Open (creating and migrating if needed) the database at `path` (or ":memory:").
+
+        `read_only`: the database must exist and is opened read-only (nothing is created or
+        written; a database of an older schema is migrated first). Errors opening the file
+        raise DatabaseError naming the file and what to do."""
         target = str(path)
         if target != ":memory:":
-            file = Path(target).expanduser()
-            file.parent.mkdir(parents=True, exist_ok=True)
-            if not file.exists():
-                # Private from the first byte: memories are personal.
-                fd = os.open(file, os.O_CREAT | os.O_WRONLY, 0o600)
-                os.close(fd)
-            target = str(file)
+            target = str(Path(target).expanduser())
+        try:
+            if read_only and target != ":memory:":
+                store = await cls._open_read_only(target, busy_timeout_ms)
+                if store is not None:
+                    store.max_turns_per_call = max_turns_per_call
+                    store.max_text_chars = max_text_chars
+                    return store
+            return await cls._open_writable(
+                target, busy_timeout_ms, max_turns_per_call, max_text_chars
+            )
+        except (sqlite3.Error, OSError) as exc:
+            raise files.describe_error(target, exc) from exc
+
+    @classmethod
+    async def _open_writable(
+        cls, target: str, busy_timeout_ms: int, max_turns_per_call: int, max_text_chars: int
+    ) -> SQLiteStore:
+        if target != ":memory:":
+            file = Path(target)
+            files.check_header(file)
+            files.prepare_new_or_existing(file)
         writer = await _connect(target, busy_timeout_ms)
         try:
             await _migrate(writer)
@@ -127,6 +153,30 @@ class SQLiteStore:
             await writer.close()
             raise
         return cls(target, writer, reader, max_turns_per_call, max_text_chars)
+
+    @classmethod
+    async def _open_read_only(cls, target: str, busy_timeout_ms: int) -> SQLiteStore | None:
+        """The store on a read-only connection, or None when the database needs migrating
+        first (an older schema: the caller opens it writable)."""
+        file = Path(target)
+        if not file.exists():
+            raise files.DatabaseError(
+                f"no database at {target}: nothing has been stored there yet — check --db "
+                "(or $SMARTSEARCH_DB), or store something first (`smartsearch-mcp remember`)"
+            )
+        files.check_header(file)
+        reader = await _connect(target, busy_timeout_ms, read_only=True)
+        try:
+            version = await _current_version(reader)
+        except BaseException:
+            await reader.close()
+            raise
+        if version < len(MIGRATIONS):
+            await reader.close()
+            return None
+        store = cls(target, reader, reader, 0, 0)
+        store.read_only = True
+        return store
 
     async def close(self) -> None:
         if self._reader is not self._writer:
@@ -606,8 +656,8 @@ class SQLiteStore:
 
     async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None:
         """Cache vectors; entries whose turn was deleted meanwhile are dropped."""
-        if not items:
-            return
+        if not items or self.read_only:
+            return  # a read-only store recomputes vectors when it needs them
         async with self._write_transaction() as db:
             await db.executemany(
                 "INSERT OR REPLACE INTO embeddings (model, turn_id, start, vector) "
@@ -659,19 +709,31 @@ class SQLiteStore:
             await target.close()
 
     async def integrity_check(self) -> list[str]:
-        """Problems found by SQLite and by comparing the FTS index with the turns."""
+        """Problems found by SQLite and by comparing the FTS index with the turns. Writes
+        nothing: the FTS check (an FTS5 command that writes) runs on a snapshot copy."""
         problems: list[str] = []
-        async with self._reader.execute("PRAGMA integrity_check") as cursor:
-            rows = [str(r[0]) async for r in cursor]
+        try:
+            async with self._reader.execute("PRAGMA integrity_check") as cursor:
+                rows = [str(r[0]) async for r in cursor]
+        except sqlite3.DatabaseError as exc:
+            return [f"integrity check: {exc}"]
         if rows != ["ok"]:
             problems.extend(rows)
-        try:
-            async with self._write_transaction() as db:
-                await db.execute(
-                    "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)"
-                )
-        except sqlite3.DatabaseError as exc:
-            problems.append(f"full-text index: {exc}")
+        if self.path == ":memory:":
+            return problems
+        with tempfile.TemporaryDirectory(prefix="smartsearch-check-") as tmp:
+            snapshot = Path(tmp) / "snapshot.db"
+            try:
+                await self.backup(snapshot)
+                copy = await aiosqlite.connect(str(snapshot), isolation_level=None)
+                try:
+                    await copy.execute(
+                        "INSERT INTO turns_fts(turns_fts, rank) VALUES ('integrity-check', 1)"
+                    )
+                finally:
+                    await copy.close()
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"full-text index: {exc}")
         return problems
 
     @asynccontextmanager
@@ -881,15 +943,42 @@ async def _refresh_sessions(
         )
 
 
-async def _connect(target: str, busy_timeout_ms: int) -> aiosqlite.Connection:
-    db = await aiosqlite.connect(target, isolation_level=None, timeout=busy_timeout_ms / 1000)
-    await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-    if target != ":memory:":
-        await db.execute("PRAGMA journal_mode = WAL")
-    # FULL: a turn acknowledged by remember survives power loss, not only a process crash.
-    await db.execute("PRAGMA synchronous = FULL")
-    await db.execute("PRAGMA foreign_keys = ON")
+async def _connect(
+    target: str, busy_timeout_ms: int, read_only: bool = False
+) -> aiosqlite.Connection:
+    """A connection to `target` (checked to be ours before anything is written to it);
+    closed again, its thread with it, when any step fails."""
+    if read_only:
+        uri = f"file:{quote(target)}?mode=ro"
+        db = await aiosqlite.connect(
+            uri, uri=True, isolation_level=None, timeout=busy_timeout_ms / 1000
+        )
+    else:
+        db = await aiosqlite.connect(target, isolation_level=None, timeout=busy_timeout_ms / 1000)
+    try:
+        await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        await _check_ours(db, target)
+        if target != ":memory:" and not read_only:
+            await db.execute("PRAGMA journal_mode = WAL")
+        # FULL: a turn acknowledged by remember survives power loss, not only a process crash.
+        await db.execute("PRAGMA synchronous = FULL")
+        await db.execute("PRAGMA foreign_keys = ON")
+    except BaseException:
+        await db.close()
+        raise
     return db
+
+
+async def _check_ours(db: aiosqlite.Connection, target: str) -> None:
+    """Refuse another application's database before anything (WAL mode, tables) changes it."""
+    async with db.execute("PRAGMA application_id") as cursor:
+        row = await cursor.fetchone()
+    async with db.execute(
+        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
+        "AND name NOT LIKE 'sqlite_%'"
+    ) as cursor:
+        tables = [str(r[0]) async for r in cursor]
+    files.check_ours(target, int(row[0]) if row else 0, tables)
 
 
 async def _current_version(db: aiosqlite.Connection) -> int:
@@ -947,6 +1036,11 @@ async def _migrate(db: aiosqlite.Connection) -> None:
                 f"the database has schema version {version}, newer than this smartsearch-mcp "
                 f"understands ({latest}); upgrade smartsearch-mcp"
             )
+        async with db.execute("PRAGMA application_id") as cursor:
+            row = await cursor.fetchone()
+        if not row or int(row[0]) != files.APPLICATION_ID:
+            # Marks the file as ours (new databases, and ours from before it was set).
+            await db.execute(f"PRAGMA application_id = {files.APPLICATION_ID}")
         for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
             for statement in statements:
                 await db.execute(statement)
