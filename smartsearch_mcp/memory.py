@@ -172,7 +172,7 @@ class Memory:
     ) -> grep_rules.GrepResult:
         """Turns containing `pattern` (case-insensitive; a regex when `regex`), most recent
         first, in the recall namespaces (see `recall_namespaces`)."""
-        compiled = grep_rules.compile_pattern(pattern, regex)
+        compiled = await grep_rules.compile_pattern_off_loop(pattern, regex)
         count = grep_rules.check_limit(limit)
         scope = Scope(
             namespaces=self.recall_namespaces(namespace),
