@@ -228,6 +228,12 @@ class Memory:
         confirm: bool = False,
     ) -> ForgetResult:
         ns = self.resolve_namespace(namespace)
+        if not isinstance(confirm, bool):
+            raise InputError(f"confirm must be true or false (a boolean), got {confirm!r}")
+        if ids is not None and not isinstance(ids, list | tuple):
+            raise InputError(f"ids must be a list of turn ids (integers), got {ids!r}")
+        if ids is not None and not ids:
+            raise InputError("ids is an empty list: nothing to delete; give the turn ids")
         whole = not ids and not session_id
         if whole and not confirm:
             count = (await self.store.namespaces()).get(ns, 0)
