@@ -506,6 +506,7 @@ def _cmd_hook(args: argparse.Namespace) -> int:
                 busy_timeout_ms=config.store.busy_timeout_ms,
                 max_turns_per_call=config.store.max_turns_per_call,
                 max_text_chars=config.store.max_text_chars,
+                max_call_chars=config.store.max_call_chars,
             )
             try:
                 result = await capture_event(store, event, namespace)

@@ -63,6 +63,7 @@ class Memory:
             busy_timeout_ms=config.store.busy_timeout_ms,
             max_turns_per_call=config.store.max_turns_per_call,
             max_text_chars=config.store.max_text_chars,
+            max_call_chars=config.store.max_call_chars,
         )
         models = ModelRegistry.from_config(config)
         return cls(store, config, models, namespace or config.scope.default_namespace)

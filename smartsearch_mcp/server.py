@@ -206,8 +206,10 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
         Give `turns` (a list of {text, speaker?, role?, timestamp?, metadata?}) for a
         conversation, or just `text` for a single note. Turns of one conversation share a
         `session_id` (generated when omitted — reuse the returned one for later turns).
-        Re-sending a turn already stored is harmless: duplicates are skipped and counted.
-        Up to 10,000 turns per call.
+        Re-sending is harmless: the same call again (a retry, also without `session_id`
+        within a day) or a transcript again with new turns at its end stores only what is
+        new, and returns the stored ids. A repeated utterance (a second "yes") is stored.
+        Up to 10,000 turns and 20,000,000 characters per call.
         """
         if (turns is None) == (text is None):
             raise ToolError("give either `turns` (a list) or `text` (a single note), not both")

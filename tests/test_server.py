@@ -223,7 +223,7 @@ async def test_whatever_is_remembered_is_returned_verbatim_by_the_resources(serv
         by_id = {t["id"]: t for t in transcript["turns"]}
         first_sent: dict[int, dict] = {}
         for turn_id, sent in zip(ids, turns, strict=True):
-            # A repeated (speaker, text, timestamp) is a duplicate: its id is the first one's.
+            # A re-sent turn (the same call again) maps to the stored id: keep the first.
             first_sent.setdefault(turn_id, sent)
         for turn_id, sent in first_sent.items():
             got = await _resource_json(client, f"memory://turns/{turn_id}")

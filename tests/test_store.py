@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.store.queries import fts_any, fts_quote, scope_filter
+from smartsearch_mcp.store.schema import MIGRATIONS
 from smartsearch_mcp.types import InputError, NotFoundError, Scope, TurnInput
 
 pytestmark = pytest.mark.anyio
@@ -415,7 +416,7 @@ async def test_an_old_database_is_migrated_and_new_turns_are_indexed_by_remember
     _old_database(path, 2)
     store = await SQLiteStore.open(path)
     try:
-        assert await store.schema_version() == 3
+        assert await store.schema_version() == len(MIGRATIONS)
         result = await store.remember(
             "ns",
             "s1",
