@@ -777,36 +777,38 @@ class SQLiteStore:
     # ------------------------------------------------------------------ helpers
 
     def _prepare(self, index: int, turn: TurnInput) -> _PreparedTurn:
-        where = f"turns[{index}]"
+        # Where the turn came from: "turns[3]", or the file and line an importer names.
+        where = f"turns[{index}]" if turn.source is None else f"{turn.source}:"
+        dot = "." if turn.source is None else " "
         text = turn.text
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{where}.text must be a non-empty string")
+            raise InputError(f"{where}{dot}text must be a non-empty string")
         if len(text) > self.max_text_chars:
             raise InputError(
-                f"{where}.text has {len(text)} characters; the limit is {self.max_text_chars}"
+                f"{where}{dot}text has {len(text)} characters; the limit is {self.max_text_chars}"
             )
-        _check_encodable(f"{where}.text", text)
+        _check_encodable(f"{where}{dot}text", text)
         speaker = turn.speaker
         if speaker is not None:
             if not isinstance(speaker, str):
-                raise InputError(f"{where}.speaker must be a string")
+                raise InputError(f"{where}{dot}speaker must be a string")
             speaker = speaker.strip() or None
             if speaker and len(speaker) > MAX_NAME_CHARS:
-                raise InputError(f"{where}.speaker is longer than {MAX_NAME_CHARS} characters")
+                raise InputError(f"{where}{dot}speaker is longer than {MAX_NAME_CHARS} characters")
             if speaker:
-                _check_encodable(f"{where}.speaker", speaker)
+                _check_encodable(f"{where}{dot}speaker", speaker)
         role = (turn.role or "other").strip().lower() if isinstance(turn.role, str | None) else None
         role = ROLE_ALIASES.get(role or "", role)
         if role not in ROLES:
-            raise InputError(f"{where}.role must be one of {list(ROLES)}, got {turn.role!r}")
+            raise InputError(f"{where}{dot}role must be one of {list(ROLES)}, got {turn.role!r}")
         raw = turn.timestamp
         try:
             timestamp = normalize_timestamp(raw) if raw is not None else None
         except InputError as exc:
-            raise InputError(f"{where}.timestamp: {exc}") from exc
+            raise InputError(f"{where}{dot}timestamp: {exc}") from exc
         timestamp_raw = None if raw is None else str(raw)
         if timestamp_raw is not None:
-            _check_encodable(f"{where}.timestamp", timestamp_raw)
+            _check_encodable(f"{where}{dot}timestamp", timestamp_raw)
         # Identity is what was given: a turn re-sent without a timestamp (a client retrying
         # after a lost answer, an import run again) is a duplicate, not a new turn "now".
         identity = [speaker, text, timestamp]
@@ -814,12 +816,14 @@ class SQLiteStore:
             timestamp = _now()
         metadata = turn.metadata if turn.metadata is not None else {}
         if not isinstance(metadata, dict):
-            raise InputError(f"{where}.metadata must be a JSON object")
+            raise InputError(f"{where}{dot}metadata must be a JSON object")
         try:
             metadata_json = _METADATA_JSON.encode(metadata) if metadata else "{}"
-            _check_encodable(f"{where}.metadata", metadata_json)
+            _check_encodable(f"{where}{dot}metadata", metadata_json)
         except (TypeError, ValueError) as exc:
-            raise InputError(f"{where}.metadata is not valid JSON: {exc}") from exc
+            raise InputError(f"{where}{dot}metadata is not valid JSON: {exc}") from exc
+        except RecursionError as exc:
+            raise InputError(f"{where}{dot}metadata is nested too deeply") from exc
         digest = hashlib.sha256(
             _IDENTITY_JSON.encode(identity).encode("utf-8", "surrogatepass")
         ).hexdigest()
