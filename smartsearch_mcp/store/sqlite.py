@@ -36,6 +36,7 @@ from smartsearch_mcp.types import (
     RememberResult,
     Scope,
     SessionInfo,
+    SmartSearchError,
     StoreStats,
     Turn,
     TurnInput,
@@ -322,24 +323,27 @@ class SQLiteStore:
             raise InputError("forget needs ids, a session_id, or the whole namespace")
         clauses = ["namespace = ?"]
         params: list[Any] = [namespace]
-        if ids:
-            clean = [_check_id(i) for i in ids]
-            clauses.append(f"id IN ({_marks(len(clean))})")
-            params.extend(clean)
         if session_id:
             clauses.append("session_id = ?")
             params.append(check_name("session_id", session_id))
         where = " AND ".join(clauses)
+        # Any number of ids: read in chunks (one IN list of 300,000 ids passes SQLite's limit).
+        chunks = _chunks(sorted({_check_id(i) for i in ids}), 500) if ids else [[]]
         async with self._write_transaction() as db:
-            async with db.execute(
-                f"SELECT id, session_id FROM turns WHERE {where} ORDER BY id", params
-            ) as cursor:
-                found = [(int(r[0]), str(r[1])) async for r in cursor]
+            found: list[tuple[int, str]] = []
+            for chunk in chunks:
+                in_chunk = f" AND id IN ({_marks(len(chunk))})" if chunk else ""
+                async with db.execute(
+                    f"SELECT id, session_id FROM turns WHERE {where}{in_chunk} ORDER BY id",
+                    [*params, *chunk],
+                ) as cursor:
+                    found.extend([(int(r[0]), str(r[1])) async for r in cursor])
             if ids:
                 missing = sorted(set(int(i) for i in ids) - {i for i, _ in found})
                 if missing:
+                    more = f" ({len(missing)} in all)" if len(missing) > 20 else ""
                     raise NotFoundError(
-                        f"no turns with ids {missing[:20]} in namespace {namespace!r}; "
+                        f"no turns with ids {missing[:20]}{more} in namespace {namespace!r}; "
                         "nothing was deleted (recall, grep and timeline show each turn's id)"
                     )
             if session_id and not found:
@@ -770,8 +774,13 @@ class SQLiteStore:
                 await _check_not_upgraded(db)
                 yield db
                 await db.commit()
-            except BaseException:
+            except BaseException as exc:
                 await db.rollback()
+                if isinstance(exc, sqlite3.OperationalError) and _is_full(exc):
+                    raise StorageFullError(
+                        f"the disk holding {self.path} is full (SQLite: {exc}); nothing of "
+                        "this call was written — free some space and send it again"
+                    ) from exc
                 raise
 
     # ------------------------------------------------------------------ helpers
@@ -901,6 +910,10 @@ def _check_encodable(where: str, text: str) -> None:
         ) from exc
 
 
+class StorageFullError(SmartSearchError):
+    """The database's disk (or its size limit) is full: the write was rolled back."""
+
+
 class _ReadOnlyDict(dict[str, Any]):
     """An empty metadata dict shared by every turn stored without metadata (most of them),
     instead of one empty dict per turn; it refuses changes, so sharing it is safe."""
@@ -1017,6 +1030,13 @@ async def _begin_immediate(db: aiosqlite.Connection, attempts: int = 5) -> None:
                 raise
             log.info("database busy at BEGIN (attempt %d of %d): %s", attempt, attempts, exc)
             await anyio.sleep(0.05 * 2**attempt)
+
+
+def _is_full(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) == sqlite3.SQLITE_FULL
+    return "disk is full" in str(exc)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
