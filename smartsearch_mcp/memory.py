@@ -19,6 +19,7 @@ from smartsearch_mcp import timeline as timeline_rules
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.dates import parse_timestamp
 from smartsearch_mcp.models import ModelRegistry
+from smartsearch_mcp.pipeline.analyze import MAX_TERM_CHARS
 from smartsearch_mcp.pipeline.recall import RecallPipeline
 from smartsearch_mcp.store import SQLiteStore, check_name
 from smartsearch_mcp.types import (
@@ -148,6 +149,12 @@ class Memory:
         result = await self.pipeline.recall(query, scope, budget, reference)
         if not result.passages and (hint := await self._elsewhere_hint(scope.namespaces)):
             result = dataclasses.replace(result, warnings=[*result.warnings, hint])
+        if any(len(word) > MAX_TERM_CHARS for word in query.split()):
+            note = (
+                f"query words longer than {MAX_TERM_CHARS} characters are not searched as "
+                "text (only by full-text and dense retrieval); use shorter words"
+            )
+            result = dataclasses.replace(result, warnings=[*result.warnings, note])
         return result
 
     async def _elsewhere_hint(self, namespaces: Sequence[str]) -> str | None:

@@ -283,3 +283,11 @@ async def test_a_turn_resource_with_a_bad_id_is_invalid_params(server, turn_id: 
         with pytest.raises(MCPError, match="turn id must be an integer") as raised:
             await client.read_resource(f"memory://turns/{turn_id}")
     assert raised.value.error.code == -32602
+
+
+async def test_recall_with_an_overlong_query_word_answers_and_says_it_was_not_searched(server):
+    async with Client(server) as client:
+        await client.call_tool("remember", {"turns": TURNS})
+        result = await client.call_tool("recall", {"query": "Biscuit " + "x" * 9000})
+    assert not result.is_error
+    assert any("longer than 100 characters" in w for w in result.structured_content["warnings"])
