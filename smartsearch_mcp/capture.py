@@ -186,9 +186,8 @@ async def capture_event(
     if not new:
         return None
     result: RememberResult | None = None
-    limit = store.max_turns_per_call
-    for start in range(0, len(new), limit):
-        result = await store.remember(namespace, session_id, new[start : start + limit])
+    for batch in store.call_batches(new):
+        result = await store.remember(namespace, session_id, batch)
     return result
 
 

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -641,6 +641,7 @@ def _cmd_hook(args: argparse.Namespace) -> int:
                 busy_timeout_ms=config.store.busy_timeout_ms,
                 max_turns_per_call=config.store.max_turns_per_call,
                 max_text_chars=config.store.max_text_chars,
+                max_call_chars=config.store.max_call_chars,
             )
             try:
                 result = await capture_event(store, event, namespace)
@@ -695,6 +696,51 @@ def _hook_log_handler(path: Path) -> logging.Handler:
     return handler
 
 
+def _import_plan(
+    memory: Any, imported_sessions: Iterable[Any], explicit: str | None, fallback: str | None
+) -> list[tuple[str, str | None, list[Sequence[Any]]]]:
+    """(namespace, session id, remember calls) for every session of an import, each call
+    checked as `remember` will check it: a problem anywhere in the file (a turn too long, a
+    bad name, a lone surrogate) is an error naming where it is before anything is stored."""
+    from smartsearch_mcp.store import check_name
+    from smartsearch_mcp.types import InputError
+
+    plan: list[tuple[str, str | None, list[Sequence[Any]]]] = []
+    for number, imported in enumerate(imported_sessions, start=1):
+        turns = imported.session.turns
+        if not turns:
+            continue
+        session_id = imported.session.session_id
+        label = f"session {number}" + (f" ({session_id[:80]!r})" if session_id else "")
+        try:
+            # An explicit --namespace wins over one the file (or transcript) carries.
+            namespace = memory.resolve_namespace(explicit or imported.namespace or fallback)
+            if session_id is not None:
+                check_name("session_id", session_id)
+            batches = memory.store.call_batches(turns)
+            offset = 0
+            for batch in batches:
+                try:
+                    memory.store.check_turns(batch)
+                except InputError as exc:
+                    raise _renumbered(exc, offset) from exc
+                offset += len(batch)
+        except InputError as exc:
+            raise InputError(f"{label}: {exc}; nothing was imported") from exc
+        plan.append((namespace, session_id, batches))
+    return plan
+
+
+def _renumbered(exc: Exception, offset: int) -> Exception:
+    """`exc` with "turns[i]" read as the turn's place in its session, not in its call."""
+    import re
+
+    from smartsearch_mcp.types import InputError
+
+    text = re.sub(r"^turns\[(\d+)\]", lambda m: f"turn {int(m.group(1)) + offset + 1}", str(exc))
+    return InputError(text)
+
+
 def _cmd_import(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.importers import read_sessions
 
@@ -705,25 +751,20 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
     async def run() -> int:
         memory = await _open_memory(args, config)
         stored = skipped = sessions = 0
-        limit = config.store.max_turns_per_call
         try:
-            progress = _progress(args.no_progress, f"importing {path.name}")
             explicit = resolve_namespace(args) if args.namespace else None
-            for imported in read_sessions(path, args.fmt):
-                # An explicit --namespace wins over one the file (or transcript) carries.
-                namespace = explicit or imported.namespace or resolve_namespace(args)
-                turns = imported.session.turns
-                if not turns:
-                    continue
-                session_id = imported.session.session_id
-                for start in range(0, len(turns), limit):
+            sessions_read = read_sessions(path, args.fmt)
+            plan = _import_plan(memory, sessions_read, explicit, resolve_namespace(args))
+            progress = _progress(args.no_progress, f"importing {path.name}")
+            for namespace, session_id, batches in plan:
+                for batch in batches:
                     result = await memory.remember(
-                        turns[start : start + limit], session_id=session_id, namespace=namespace
+                        batch, session_id=session_id, namespace=namespace
                     )
                     session_id = result.session_id
                     stored += result.stored
                     skipped += result.duplicates_skipped
-                    progress.update(len(turns[start : start + limit]))
+                    progress.update(len(batch))
                 sessions += 1
             progress.close()
         finally:

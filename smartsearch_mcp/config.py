@@ -25,6 +25,7 @@ class StoreConfig:
     busy_timeout_ms: int = 30_000
     max_turns_per_call: int = 10_000
     max_text_chars: int = 1_000_000
+    max_call_chars: int = 20_000_000  # characters of text in one remember call
 
 
 @dataclass(frozen=True)

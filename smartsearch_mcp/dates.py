@@ -116,8 +116,16 @@ def _from_epoch(seconds: float) -> datetime:
 
 
 def _checked(moment: datetime, original: object) -> datetime:
-    if not MIN_YEAR <= moment.year <= MAX_YEAR:
-        raise InputError(f"timestamp {original!r} is out of range (years {MIN_YEAR}-{MAX_YEAR})")
+    """`moment` if its year, in UTC when it has a time zone (as it is stored), lies within
+    MIN_YEAR..MAX_YEAR: 9999-12-31T23:00-05:00 is year 10000 in UTC, and 1000-01-01T00:30+01:00
+    year 999."""
+    problem = f"timestamp {original!r} is out of range (years {MIN_YEAR}-{MAX_YEAR}"
+    try:
+        stored = moment.astimezone(UTC) if moment.tzinfo is not None else moment
+    except OverflowError as exc:
+        raise InputError(f"{problem} in UTC)") from exc
+    if not MIN_YEAR <= stored.year <= MAX_YEAR:
+        raise InputError(f"{problem}{' in UTC' if moment.tzinfo is not None else ''})")
     return moment
 
 

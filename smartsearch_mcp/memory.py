@@ -19,6 +19,7 @@ from smartsearch_mcp import timeline as timeline_rules
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.dates import parse_timestamp
 from smartsearch_mcp.models import ModelRegistry
+from smartsearch_mcp.pipeline.analyze import MAX_TERM_CHARS
 from smartsearch_mcp.pipeline.recall import RecallPipeline
 from smartsearch_mcp.store import SQLiteStore, check_name
 from smartsearch_mcp.types import (
@@ -70,6 +71,7 @@ class Memory:
             max_turns_per_call=config.store.max_turns_per_call,
             max_text_chars=config.store.max_text_chars,
             read_only=read_only,
+            max_call_chars=config.store.max_call_chars,
         )
         try:
             models = ModelRegistry.from_config(config)
@@ -158,6 +160,12 @@ class Memory:
         result = await self.pipeline.recall(query, scope, budget, reference)
         if not result.passages and (hint := await self._elsewhere_hint(scope.namespaces)):
             result = dataclasses.replace(result, warnings=[*result.warnings, hint])
+        if any(len(word) > MAX_TERM_CHARS for word in query.split()):
+            note = (
+                f"query words longer than {MAX_TERM_CHARS} characters are not searched as "
+                "text (only by full-text and dense retrieval); use shorter words"
+            )
+            result = dataclasses.replace(result, warnings=[*result.warnings, note])
         return result
 
     async def _elsewhere_hint(self, namespaces: Sequence[str]) -> str | None:
@@ -183,7 +191,7 @@ class Memory:
     ) -> grep_rules.GrepResult:
         """Turns containing `pattern` (case-insensitive; a regex when `regex`), most recent
         first, in the recall namespaces (see `recall_namespaces`)."""
-        compiled = grep_rules.compile_pattern(pattern, regex)
+        compiled = await grep_rules.compile_pattern_off_loop(pattern, regex)
         count = grep_rules.check_limit(limit)
         scope = Scope(
             namespaces=self.recall_namespaces(namespace),
@@ -239,6 +247,12 @@ class Memory:
         confirm: bool = False,
     ) -> ForgetResult:
         ns = self.resolve_namespace(namespace)
+        if not isinstance(confirm, bool):
+            raise InputError(f"confirm must be true or false (a boolean), got {confirm!r}")
+        if ids is not None and not isinstance(ids, list | tuple):
+            raise InputError(f"ids must be a list of turn ids (integers), got {ids!r}")
+        if ids is not None and not ids:
+            raise InputError("ids is an empty list: nothing to delete; give the turn ids")
         whole = not ids and not session_id
         if whole and not confirm:
             count = (await self.store.namespaces()).get(ns, 0)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
 
 from smartsearch_mcp.dates import format_timestamp
 from smartsearch_mcp.grep import GrepResult
@@ -21,7 +21,8 @@ class TurnIn(BaseModel):
     text: str = Field(description="What was said, verbatim.")
     speaker: str | None = Field(default=None, description="Who said it (a name).")
     role: str | None = Field(default=None, description="user, assistant or other.")
-    timestamp: str | int | float | None = Field(
+    # Strict: the lax default would store `true` as the Unix epoch 1 (1970-01-01).
+    timestamp: StrictStr | StrictInt | StrictFloat | None = Field(
         default=None,
         description="When it was said: ISO 8601, a common date format, or a Unix epoch. "
         "Defaults to now.",

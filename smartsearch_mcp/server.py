@@ -10,6 +10,7 @@ import contextlib
 import functools
 import json
 import logging
+import re
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -25,6 +26,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import StrictBool, StrictInt
 
 from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
@@ -45,6 +47,7 @@ from smartsearch_mcp.output import (
     timeline_output,
 )
 from smartsearch_mcp.store.files import describe_error
+from smartsearch_mcp.store.sqlite import MAX_ID
 from smartsearch_mcp.types import NotFoundError, SmartSearchError, TurnInput
 
 log = logging.getLogger(__name__)
@@ -218,8 +221,10 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
         Give `turns` (a list of {text, speaker?, role?, timestamp?, metadata?}) for a
         conversation, or just `text` for a single note. Turns of one conversation share a
         `session_id` (generated when omitted — reuse the returned one for later turns).
-        Re-sending a turn already stored is harmless: duplicates are skipped and counted.
-        Up to 10,000 turns per call.
+        Re-sending is harmless: the same call again (a retry, also without `session_id`
+        within a day) or a transcript again with new turns at its end stores only what is
+        new, and returns the stored ids. A repeated utterance (a second "yes") is stored.
+        Up to 10,000 turns and 20,000,000 characters per call.
         """
         if (turns is None) == (text is None):
             raise ToolError("give either `turns` (a list) or `text` (a single note), not both")
@@ -348,14 +353,17 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
     @_tool_errors
     async def forget(
         ctx: Context[AppContext],
-        ids: list[int] | None = None,
+        # Strict: the lax default would read true as turn 1, "2" as turn 2 and "yes" as
+        # confirm=true — a destructive tool takes only what its schema says.
+        ids: list[StrictInt] | None = None,
         session_id: str | None = None,
         namespace: str | None = None,
-        confirm: bool = False,
+        confirm: StrictBool = False,
     ) -> ForgetOutput:
-        """Delete turns from memory permanently: by turn `ids`, a whole `session_id`, or —
-        with neither and `confirm=true` — the whole namespace. Use only when the user asks
-        to delete something. Deleted turns never come back in recall."""
+        """Delete turns from memory permanently: by turn `ids` (JSON integers), a whole
+        `session_id`, or — with neither and `confirm=true` (the JSON boolean) — the whole
+        namespace. Use only when the user asks to delete something. Deleted turns never
+        come back in recall."""
         result = await _memory(ctx).forget(
             ids=ids, session_id=session_id, namespace=namespace, confirm=confirm
         )
@@ -418,8 +426,11 @@ def _register_resources(server: MCPServer[AppContext], running: dict[str, Memory
     async def turn(turn_id: str, ctx: Context[AppContext]) -> str:
         """One stored turn, verbatim, with its session, timestamp and metadata."""
         memory = _memory(ctx)
-        if not turn_id.isdigit():
-            raise ResourceNotFoundError(f"turn id must be a positive integer, got {turn_id!r}")
+        # ASCII digits only: str.isdigit() also accepts "²", which int() then refuses.
+        if not re.fullmatch(r"[1-9][0-9]{0,18}", turn_id) or int(turn_id) > MAX_ID:
+            raise ResourceNotFoundError(
+                f"turn id must be an integer from 1 to {MAX_ID}, got {turn_id[:40]!r}"
+            )
         found = await memory.store.get_turns([int(turn_id)])
         if not found:
             raise ResourceNotFoundError(f"no turn with id {turn_id}")

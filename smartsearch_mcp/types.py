@@ -44,6 +44,9 @@ class TurnInput:
     role: str | None = None
     timestamp: str | None = None
     metadata: dict[str, Any] | None = None
+    # Where an importer read it ("export.jsonl, line 12"), for error messages: not stored,
+    # not part of the turn's equality.
+    source: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.dates import DateRange, find_time_range
+from smartsearch_mcp.dates import DateRange, find_time_range, normalize_timestamp
+from smartsearch_mcp.types import InputError
 
 # A Wednesday afternoon.
 REFERENCE = datetime(2023, 6, 14, 15, 30)
@@ -131,3 +132,22 @@ def test_any_text_gives_none_or_a_nonempty_range_read_from_the_text(text: str) -
     if found is not None:
         assert found.start < found.end
         assert found.expression and found.expression in text
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "9999-12-31T23:59:59-05:00",  # year 10000 in UTC: OverflowError before
+        "9999-12-31T23:59:59-23:59",
+        "1000-01-01T00:30+01:00",  # year 999 in UTC: was stored
+        "1000-01-01T00:00:00+14:00",
+    ],
+)
+def test_an_aware_timestamp_is_range_checked_in_utc_with_a_clear_error(value: str) -> None:
+    with pytest.raises(InputError, match="out of range"):
+        normalize_timestamp(value)
+
+
+def test_aware_timestamps_at_the_range_edges_that_stay_inside_in_utc_are_kept() -> None:
+    assert normalize_timestamp("9999-12-31T23:59:59+05:00") == "9999-12-31T18:59:59Z"
+    assert normalize_timestamp("1000-01-01T00:30-01:00") == "1000-01-01T01:30:00Z"

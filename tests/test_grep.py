@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import anyio
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from mcp import Client
+from mcp import Client, ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from servers import REPO, run_cli, subprocess_env, write_lexical_config
 
 from smartsearch_mcp import grep as grep_rules
 from smartsearch_mcp.config import Config
@@ -172,3 +176,99 @@ async def test_a_literal_grep_over_many_turns_reads_only_those_that_can_match(tm
     assert found.hits[0].match_count == 2
     assert found.turns_scanned == none.turns_scanned == by_regex.turns_scanned == 1201
     assert not none.hits and [h.turn.session_id for h in by_regex.hits] == ["s2"]
+
+
+# A child process with at most this much address space: a regex compile bomb hits the limit
+# (MemoryError or the kernel) long before the 22 GB it would take unbounded.
+MEMORY_LIMIT = 800 * 2**20
+LIMITED = (
+    "import resource, runpy, sys; "
+    f"resource.setrlimit(resource.RLIMIT_AS, ({MEMORY_LIMIT}, {MEMORY_LIMIT})); "
+    "sys.argv[0] = 'smartsearch-mcp'; runpy.run_module('smartsearch_mcp', run_name='__main__')"
+)
+BOMBS = ["a{100000000}", "(?:a{10000}){10000}", "((x{1000}){1000}){1000}", "[ab]{0,9999999}"]
+
+
+@pytest.mark.parametrize("bomb", BOMBS)
+def test_a_regex_compile_bomb_is_refused_quickly_by_the_cli_under_a_memory_limit(
+    tmp_path: Path, bomb: str
+):
+    config = write_lexical_config(tmp_path)
+    db = str(tmp_path / "m.db")
+    stored = run_cli(["remember", "--db", db, "--config", str(config), "call 555-1234"])
+    assert stored.returncode == 0, stored.stderr
+    argv = ["grep", "--regex", "--db", db, "--config", str(config), bomb]
+    done = subprocess.run(
+        [sys.executable, "-c", LIMITED, *argv],
+        capture_output=True, text=True, timeout=60, env=subprocess_env(), cwd=str(REPO),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "repeats too much" in done.stderr and "regex=false" in done.stderr
+    assert "Traceback" not in done.stderr
+    legit = subprocess.run(
+        [sys.executable, "-c", LIMITED, *argv[:-1], r"\d{3}-\d{4}"],
+        capture_output=True, text=True, timeout=60, env=subprocess_env(), cwd=str(REPO),
+    )  # fmt: skip
+    assert legit.returncode == 0 and "555-1234" in legit.stdout, legit.stderr
+
+
+async def test_a_regex_compile_bomb_is_a_tool_error_and_the_server_lives_on(tmp_path: Path):
+    """A stdio server under a memory limit: the bomb is refused with a message that says why,
+    and the same session then answers legitimate counted repeats."""
+    config = write_lexical_config(tmp_path)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-c", LIMITED, "serve", "--db", str(tmp_path / "m.db"), "--config", str(config),
+              "--no-preload"],
+        env=subprocess_env(), cwd=str(REPO),
+    )  # fmt: skip
+    with anyio.fail_after(120):
+        async with stdio_client(params) as streams, ClientSession(*streams) as session:
+            await session.initialize()
+            await session.call_tool("remember", {"text": "call 555-1234 or ababab"})
+            refused = [
+                await session.call_tool("grep", {"pattern": bomb, "regex": True}) for bomb in BOMBS
+            ]
+            phone = await session.call_tool("grep", {"pattern": r"\d{3}-\d{4}", "regex": True})
+            pairs = await session.call_tool("grep", {"pattern": "(ab){2,5}", "regex": True})
+    for result in refused:
+        assert result.is_error
+        assert "repeats too much" in result.content[0].text  # type: ignore[union-attr]
+    assert not phone.is_error and phone.structured_content["matches"]
+    assert not pairs.is_error and pairs.structured_content["matches"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "cost"),
+    [
+        (r"\d{3}-\d{4}", 8),
+        ("(ab){2,5}", 10),
+        ("(?:a{1000}){1000}", 1_001_000),  # ?: counts as one atom: an upper bound
+        ("((a{10}){10}){10}", 1000),
+        ("(a|b){50000}", 100_000),  # alternatives add up
+        ("a{,100000}", 100_000),
+        ("a{ 100000 }", 100_000),  # read as a repeat even where the engine would not
+        ("[a{100000}]", 1),  # inside a class braces are text
+        (r"[\]a{1000}]", 1),
+        ("[]a{1000}]", 1),
+        (r"\p{L}{10}", 10),
+        ("(?#[)a{100000}(?#])", 100_000),  # a comment does not open a class
+        ("(?V1)(a{1000}[[x]) ]){1000}", 27 * 1000 * 1000),  # nested classes: no parse
+    ],
+)
+def test_repeat_cost_multiplies_nested_counted_repeats(pattern: str, cost: int):
+    assert grep_rules.repeat_cost(pattern) == cost
+
+
+def test_verbose_mode_is_refused_since_its_spaces_and_comments_hide_repeats():
+    with pytest.raises(InputError, match="verbose mode"):
+        grep_rules.compile_pattern("(?x)a{1 # a comment\n00000000}", use_regex=True)
+
+
+def test_a_memory_error_while_compiling_is_an_error_that_says_what_to_do(monkeypatch):
+    def out_of_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(grep_rules.regex, "compile", out_of_memory)
+    with pytest.raises(InputError, match=r"more memory to compile.*regex=false"):
+        grep_rules.compile_pattern(r"\d{3}-\d{4}", use_regex=True)

@@ -104,6 +104,35 @@ FORGET = st.fixed_dictionaries(
         "confirm": st.booleans(),
     },
 )
+# Values a lax validator coerces into ids or confirm=true (they deleted turns 1 and 2 and wiped
+# a namespace): aimed at the seeded namespace, they must be refused and delete nothing.
+COERCIBLE_ID = st.sampled_from([True, False, "1", "2", 1.0, 2.5, "yes", None, [1], {"id": 1}])
+COERCIBLE_CONFIRM = st.sampled_from(["yes", "on", "true", "1", 1, 0, 1.0, "[true]", [True]])
+FORGET_COERCED = st.one_of(
+    st.fixed_dictionaries({"ids": st.lists(COERCIBLE_ID, min_size=1, max_size=3)}),
+    st.just({"ids": "[true]"}),  # a JSON string the SDK parses first
+    st.fixed_dictionaries({"confirm": COERCIBLE_CONFIRM}),
+    st.fixed_dictionaries({"ids": st.just([])}, optional={"confirm": st.booleans()}),
+)
+
+
+# Regex compile bombs (counted repeats that expand to gigabytes) among hostile patterns.
+def _nested_repeats(atom: str, counts: list[int]) -> str:
+    pattern = f"{atom}{{{counts[0]}}}"
+    for count in counts[1:]:
+        pattern = f"(?:{pattern}){{{count}}}"
+    return pattern
+
+
+BOMB = st.builds(
+    _nested_repeats,
+    st.sampled_from(["a", r"\d", "[ab]", "(?:ab|c)"]),
+    st.lists(st.integers(min_value=1000, max_value=10**9), min_size=1, max_size=3),
+)
+GREP = st.fixed_dictionaries(
+    {"pattern": st.one_of(HOSTILE_TEXT, BOMB)},
+    optional={"regex": st.booleans(), "limit": st.integers(min_value=-5, max_value=600)},
+)
 
 # What an unexpected exception looks like to a client (a domain error adds ": <message>").
 UNEXPECTED = ("Traceback", "sqlite3.", "OperationalError")
@@ -183,6 +212,8 @@ def _fuzz_tool(
     elif tool == "recall":
         assert 0 <= out["tokens_used"] <= out["max_tokens"]
         assert all(p["id"] in before for p in out["passages"])
+    elif tool == "grep":
+        assert all(m["id"] in before for m in out["matches"])
     else:
         assert out["deleted_turn_ids"] == []
     assert {i: after[i] for i in before} == before, "a stored turn changed"
@@ -227,6 +258,26 @@ def test_hostile_forget_calls_on_unknown_targets_delete_nothing(seeded: Path, se
     assert tried >= 200
 
 
+def test_forget_refuses_coercible_ids_and_confirm_and_deletes_nothing(
+    seeded: Path, session
+) -> None:
+    def check(arguments: dict[str, Any]) -> None:
+        portal, client = session
+        before = _snapshot(seeded)
+        result = portal.call(client.call_tool, "forget", arguments)
+        assert result.is_error, arguments
+        assert not any(m in result.content[0].text for m in UNEXPECTED)
+        assert _snapshot(seeded) == before
+
+    tried = _run(check, FORGET_COERCED, 60)
+    assert tried >= 60
+
+
+def test_hostile_grep_calls_and_regex_bombs_answer_or_fail_clearly(seeded: Path, session) -> None:
+    tried = _run(lambda args: _fuzz_tool(seeded, session, "grep", args), GREP, 200)
+    assert tried >= 200
+
+
 @pytest.mark.parametrize(
     ("arguments", "error"),
     [
@@ -234,8 +285,9 @@ def test_hostile_forget_calls_on_unknown_targets_delete_nothing(seeded: Path, se
         ({"turns": [{"text": f"turn {i}"} for i in range(10_001)]}, "10000"),
         ({"text": "x" * 1_000_000}, None),
         ({"text": "x" * 1_000_001}, "limit"),
+        ({"turns": [{"text": f"{i} " + "x" * 999_990} for i in range(21)]}, "max_call_chars"),
     ],
-    ids=["10000-turns", "10001-turns", "1MB-text", "over-1MB-text"],
+    ids=["10000-turns", "10001-turns", "1MB-text", "over-1MB-text", "over-20M-chars-call"],
 )
 def test_the_largest_allowed_calls_work_and_larger_ones_name_the_limit(
     seeded: Path, arguments: dict[str, Any], error: str | None

@@ -223,7 +223,7 @@ async def test_whatever_is_remembered_is_returned_verbatim_by_the_resources(serv
         by_id = {t["id"]: t for t in transcript["turns"]}
         first_sent: dict[int, dict] = {}
         for turn_id, sent in zip(ids, turns, strict=True):
-            # A repeated (speaker, text, timestamp) is a duplicate: its id is the first one's.
+            # A re-sent turn (the same call again) maps to the stored id: keep the first.
             first_sent.setdefault(turn_id, sent)
         for turn_id, sent in first_sent.items():
             got = await _resource_json(client, f"memory://turns/{turn_id}")
@@ -232,3 +232,62 @@ async def test_whatever_is_remembered_is_returned_verbatim_by_the_resources(serv
             assert got["metadata"] == sent.get("metadata", {})
             if sent.get("speaker", "").strip():
                 assert got["speaker"] == sent["speaker"].strip()
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"ids": [True]},  # lax validation read it as turn 1
+        {"ids": ["2"]},  # ... and this as turn 2
+        {"ids": [1.0]},
+        {"ids": "[true]"},  # a JSON string the SDK parses first: still no integer
+        {"confirm": "yes"},  # each of these wiped the namespace
+        {"confirm": "on"},
+        {"confirm": "true"},
+        {"confirm": 1},
+        {"ids": [], "confirm": True},  # an empty list is not "no ids"
+    ],
+)
+async def test_forget_takes_only_json_integers_and_booleans_and_deletes_nothing_else(
+    server, arguments
+):
+    async with Client(server) as client:
+        await client.call_tool("remember", {"turns": TURNS})
+        result = await client.call_tool("forget", arguments)
+        stats = await _resource_json(client, "memory://stats")
+    assert result.is_error
+    text = result.content[0].text
+    assert "valid integer" in text or "valid boolean" in text or "empty list" in text, text
+    assert stats["turns"] == 3
+
+
+async def test_remember_takes_a_boolean_timestamp_as_an_error_not_as_1970(server):
+    async with Client(server) as client:
+        result = await client.call_tool("remember", {"turns": [{"text": "x", "timestamp": True}]})
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        stats = await _resource_json(client, "memory://stats")
+    assert result.is_error and "timestamp" in result.content[0].text
+    assert stats["turns"] == 0
+    # The published schemas still say what is accepted.
+    forget_schema = tools["forget"].input_schema["properties"]
+    assert forget_schema["confirm"]["type"] == "boolean"
+    assert {"items": {"type": "integer"}, "type": "array"} in forget_schema["ids"]["anyOf"]
+
+
+@pytest.mark.parametrize("turn_id", ["0", "²", "-1", "1.5", "99999999999999999999", "٣"])
+async def test_a_turn_resource_with_a_bad_id_is_invalid_params(server, turn_id: str):
+    from mcp import MCPError
+
+    async with Client(server) as client:
+        await client.call_tool("remember", {"turns": TURNS})
+        with pytest.raises(MCPError, match="turn id must be an integer") as raised:
+            await client.read_resource(f"memory://turns/{turn_id}")
+    assert raised.value.error.code == -32602
+
+
+async def test_recall_with_an_overlong_query_word_answers_and_says_it_was_not_searched(server):
+    async with Client(server) as client:
+        await client.call_tool("remember", {"turns": TURNS})
+        result = await client.call_tool("recall", {"query": "Biscuit " + "x" * 9000})
+    assert not result.is_error
+    assert any("longer than 100 characters" in w for w in result.structured_content["warnings"])

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.store.queries import fts_any, fts_quote, scope_filter
+from smartsearch_mcp.store.schema import MIGRATIONS
 from smartsearch_mcp.types import InputError, NotFoundError, Scope, TurnInput
 
 pytestmark = pytest.mark.anyio
@@ -415,7 +416,7 @@ async def test_an_old_database_is_migrated_and_new_turns_are_indexed_by_remember
     _old_database(path, 2)
     store = await SQLiteStore.open(path)
     try:
-        assert await store.schema_version() == 3
+        assert await store.schema_version() == len(MIGRATIONS)
         result = await store.remember(
             "ns",
             "s1",
@@ -508,3 +509,24 @@ async def test_the_scope_fingerprint_changes_exactly_when_a_turn_enters_or_leave
     # one turn left and one came: same count, but a new id is never an old one
     assert await store.scope_fingerprint(scope) == (2, replaced.ids[0])
     assert replaced.ids[0] > first.ids[-1]
+
+
+async def test_forget_takes_any_number_of_ids(store):
+    stored = await store.remember("ns", "s", [TurnInput(f"turn {i}") for i in range(1200)])
+    with pytest.raises(NotFoundError, match=r"\(300000 in all\).*nothing was deleted"):
+        await store.forget("ns", ids=list(range(10**9, 10**9 + 300_000)))
+    assert (await store.stats()).turns == 1200
+    done = await store.forget("ns", ids=stored.ids)
+    assert len(done.deleted_turn_ids) == 1200 and (await store.stats()).turns == 0
+
+
+async def test_a_full_disk_is_a_clear_error_and_nothing_is_written(store):
+    from smartsearch_mcp.store.sqlite import StorageFullError
+
+    await store.remember("ns", "s", [TurnInput("before the disk filled")])
+    async with store._writer.execute("PRAGMA page_count") as cursor:
+        (pages,) = await cursor.fetchone()
+    await store._writer.execute(f"PRAGMA max_page_count = {pages + 2}")  # a disk about full
+    with pytest.raises(StorageFullError, match=r"is full.*nothing of this call was written"):
+        await store.remember("ns", "s", [TurnInput("x" * 200_000)])
+    assert (await store.stats()).turns == 1

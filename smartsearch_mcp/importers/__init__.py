@@ -15,6 +15,7 @@ from smartsearch_mcp.importers.beam import BeamConversation, BeamQuestion, load_
 from smartsearch_mcp.importers.chatgpt import parse_chatgpt_export, read_chatgpt
 from smartsearch_mcp.importers.claude import parse_claude_export, read_claude
 from smartsearch_mcp.importers.claude_code import parse_transcript_lines, read_claude_code
+from smartsearch_mcp.importers.json_files import check_regular_file
 from smartsearch_mcp.importers.jsonl import parse_jsonl_lines, read_jsonl
 from smartsearch_mcp.importers.locomo import (
     LocomoConversation,
@@ -120,4 +121,5 @@ def read_sessions(path: str | Path, fmt: str) -> Iterator[ImportedSession]:
     import_format = FORMATS.get(fmt)
     if import_format is None:
         raise InputError(f"unknown import format {fmt!r}; choose one of: {', '.join(FORMATS)}")
+    check_regular_file(Path(path).expanduser(), what=import_format.description)
     return import_format.read(Path(path))

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from smartsearch_mcp.importers.claude import content_text
+from smartsearch_mcp.importers.json_files import bounded_lines, check_regular_file
 from smartsearch_mcp.namespaces import project_namespace
 from smartsearch_mcp.types import InputError, SessionInput, TurnInput
 
@@ -55,7 +56,7 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[TranscriptTurn]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             logger.debug("transcript line %d is not JSON; skipped", number)
             continue
         found = _line_turn(record)
@@ -66,8 +67,10 @@ def parse_transcript_lines(lines: Iterable[str]) -> list[TranscriptTurn]:
 
 def read_transcript(path: str | Path) -> list[TranscriptTurn]:
     """The turns of one transcript file (UTF-8 JSONL)."""
+    check_regular_file(Path(path), what="a Claude Code transcript (.jsonl)")
     with open(path, encoding="utf-8", errors="replace") as handle:
-        return parse_transcript_lines(handle)
+        # Over-long lines are tool output or images, not conversation text: skipped.
+        return parse_transcript_lines(bounded_lines(handle, source=str(path), skip_long=True))
 
 
 def read_claude_code(path: str | Path) -> Iterator[tuple[str | None, SessionInput]]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from smartsearch_mcp.dates import parse_timestamp
-from smartsearch_mcp.importers.json_files import describe
+from smartsearch_mcp.importers.json_files import bounded_lines, check_regular_file, describe
 from smartsearch_mcp.types import ROLES, InputError, SessionInput, TurnInput
 
 logger = logging.getLogger(__name__)
@@ -48,8 +48,10 @@ def read_jsonl(path: str | Path) -> Iterator[NamespacedSession]:
     anything is imported.
     """
     path = Path(path)
+    check_regular_file(path, what="a JSONL file of turns")
     try:
-        with path.open(encoding="utf-8-sig") as lines:
+        with path.open(encoding="utf-8-sig") as handle:
+            lines = bounded_lines(handle, source=str(path))
             sessions = parse_jsonl_lines(lines, source=str(path))
     except FileNotFoundError as exc:
         raise InputError(f"{path} does not exist; expected a JSONL file of turns") from exc
@@ -86,6 +88,8 @@ def _load_object(line: str, where: str) -> dict[str, Any]:
         record = json.loads(line)
     except json.JSONDecodeError as exc:
         raise InputError(f"{where}: not valid JSON ({exc.msg}, column {exc.colno})") from exc
+    except RecursionError as exc:
+        raise InputError(f"{where}: JSON nested too deeply to read") from exc
     if not isinstance(record, dict):
         raise InputError(
             f"{where}: expected a JSON object with a 'text' key, got {describe(record)}"
@@ -113,6 +117,7 @@ def _turn(record: dict[str, Any], where: str) -> TurnInput:
         role=role,
         timestamp=_timestamp(record, where),
         metadata=metadata,
+        source=where,
     )
 
 

@@ -9,6 +9,7 @@ the lexical stage also uses to read turns.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,6 +17,8 @@ from datetime import datetime
 from typing import Any, Literal
 
 from smartsearch_mcp.dates import DateRange, find_time_range
+
+log = logging.getLogger(__name__)
 
 TermKind = Literal[
     "entity",  # a whole named entity or quoted string, matched as a phrase
@@ -41,6 +44,10 @@ VARIANT_FACTOR = 0.8
 MAX_TERMS = 64
 # Only this much of a query is analyzed; the full text is kept in QueryAnalysis.query.
 MAX_ANALYZED_CHARS = 4000
+# A longer term is not searched for as text: matching it on whole-word boundaries costs its
+# length at every place it may start (a 4,000-character word over long repetitive turns ran
+# for minutes), and no real word or name is this long.
+MAX_TERM_CHARS = 100
 
 # spaCy labels that name something; DATE, CARDINAL, MONEY... give number terms instead.
 NAMED_LABELS = frozenset(
@@ -390,6 +397,9 @@ class _TermBuilder:
     def add(self, term: str, weight: float, kind: TermKind, *, inflect: bool = False) -> None:
         term = term.strip().lower()
         if not term or is_stopword(term) or not any(c.isalnum() for c in term):
+            return
+        if len(term) > MAX_TERM_CHARS:
+            log.info("query term of %d characters not searched as text", len(term))
             return
         self._put(WeightedTerm(term, weight, kind, inflect=inflect))
         if inflect and kind in ("noun", "word"):

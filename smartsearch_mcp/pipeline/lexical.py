@@ -17,6 +17,7 @@ from typing import Any
 
 from smartsearch_mcp.pipeline.analyze import (
     CALENDAR_WORDS,
+    MAX_TERM_CHARS,
     NAMED_LABELS,
     QueryAnalysis,
     WeightedTerm,
@@ -59,7 +60,11 @@ class TermMatcher:
     __slots__ = ("_compiled", "_grouped", "_prefilter", "terms")
 
     def __init__(self, terms: Sequence[WeightedTerm]) -> None:
-        self.terms: tuple[WeightedTerm, ...] = tuple(t for t in terms if t.term and t.weight > 0)
+        # Over-long terms (e.g. a PRF word from a turn of one 10,000-character word) are left
+        # out: see MAX_TERM_CHARS.
+        self.terms: tuple[WeightedTerm, ...] = tuple(
+            t for t in terms if t.term and t.weight > 0 and len(t.term) <= MAX_TERM_CHARS
+        )
         groups: dict[str, int] = {}
         compiled: list[_Compiled] = []
         for term in self.terms:

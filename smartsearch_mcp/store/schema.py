@@ -73,4 +73,20 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # per-row trigger: FTS5 then builds one segment per call rather than flushing per row
     # (2.7x faster on 200-word turns; identical index and BM25 scores).
     ("DROP TRIGGER turns_fts_insert",),
+    # 4: memory stays verbatim: a repeated utterance (a second "yes") is stored, only re-sent
+    # calls are skipped (store/dedupe.py), so the unique (session, content) index goes. A
+    # call without a session_id is recorded for a day, so that its retry (the generated id
+    # was in the lost answer) gets the same session and ids.
+    (
+        "DROP INDEX turns_dedupe",
+        """CREATE TABLE remember_calls (
+            namespace TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            ids TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (namespace, digest)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX remember_calls_created ON remember_calls (created_at)",
+    ),
 ]

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -28,6 +28,7 @@ import anyio
 from smartsearch_mcp.dates import normalize_timestamp
 from smartsearch_mcp.store import files
 from smartsearch_mcp.store import queries as sql
+from smartsearch_mcp.store.dedupe import match_resent
 from smartsearch_mcp.store.schema import MIGRATIONS
 from smartsearch_mcp.types import (
     ROLES,
@@ -37,6 +38,7 @@ from smartsearch_mcp.types import (
     RememberResult,
     Scope,
     SessionInfo,
+    SmartSearchError,
     StoreStats,
     Turn,
     TurnInput,
@@ -49,6 +51,10 @@ logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
 MAX_NAME_CHARS = 256
 MAX_ID = 2**63 - 1  # SQLite's largest integer (a larger one cannot even be bound)
+# Characters of text one remember call may hold (10,000 turns of up to 1,000,000 characters
+# each would be 10 GB in one transaction).
+DEFAULT_MAX_CALL_CHARS = 20_000_000
+RETRY_WINDOW = timedelta(hours=24)
 # Embeddings whose model name ends so embed a turn together with the turn before it.
 CONTEXT_SUFFIX = "#context"
 ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant"}
@@ -94,12 +100,17 @@ class SQLiteStore:
         reader: aiosqlite.Connection,
         max_turns_per_call: int,
         max_text_chars: int,
+        max_call_chars: int = DEFAULT_MAX_CALL_CHARS,
     ) -> None:
         self.path = path
         self._writer = writer
         self._reader = reader
         self.max_turns_per_call = max_turns_per_call
         self.max_text_chars = max_text_chars
+        self.max_call_chars = max_call_chars
+        # The same call sent again within this window is a retry (see remember).
+        self.retry_window = RETRY_WINDOW
+        self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)
         # One transaction at a time on the writer connection: without it two tasks of this
         # process (two HTTP sessions) would nest BEGINs, and one's rollback would undo the
         # other's acknowledged turns.
@@ -115,6 +126,7 @@ class SQLiteStore:
         max_turns_per_call: int = 10_000,
         max_text_chars: int = 1_000_000,
         read_only: bool = False,
+        max_call_chars: int = DEFAULT_MAX_CALL_CHARS,
     ) -> SQLiteStore:
         """Open (creating and migrating if needed) the database at `path` (or ":memory:").
 
@@ -130,16 +142,22 @@ class SQLiteStore:
                 if store is not None:
                     store.max_turns_per_call = max_turns_per_call
                     store.max_text_chars = max_text_chars
+                    store.max_call_chars = max_call_chars
                     return store
             return await cls._open_writable(
-                target, busy_timeout_ms, max_turns_per_call, max_text_chars
+                target, busy_timeout_ms, max_turns_per_call, max_text_chars, max_call_chars
             )
         except (sqlite3.Error, OSError) as exc:
             raise files.describe_error(target, exc) from exc
 
     @classmethod
     async def _open_writable(
-        cls, target: str, busy_timeout_ms: int, max_turns_per_call: int, max_text_chars: int
+        cls,
+        target: str,
+        busy_timeout_ms: int,
+        max_turns_per_call: int,
+        max_text_chars: int,
+        max_call_chars: int,
     ) -> SQLiteStore:
         if target != ":memory:":
             file = Path(target)
@@ -152,7 +170,7 @@ class SQLiteStore:
         except BaseException:
             await writer.close()
             raise
-        return cls(target, writer, reader, max_turns_per_call, max_text_chars)
+        return cls(target, writer, reader, max_turns_per_call, max_text_chars, max_call_chars)
 
     @classmethod
     async def _open_read_only(cls, target: str, busy_timeout_ms: int) -> SQLiteStore | None:
@@ -191,49 +209,56 @@ class SQLiteStore:
     async def remember(
         self, namespace: str, session_id: str | None, turns: Sequence[TurnInput]
     ) -> RememberResult:
-        """Store `turns` in one transaction; skip duplicates; return ids in input order."""
+        """Store `turns` in one transaction; return ids in input order.
+
+        Turns that re-send stored ones (the same call again, the session again with new
+        turns after it: see store/dedupe.py) are not stored twice: their ids are the stored
+        turns' ids. A repeated utterance is stored. The same call sent again within
+        `retry_window` (a retry after a lost answer) gets the first call's session and ids,
+        also when it had no `session_id` (the generated one was in the lost answer).
+        """
         namespace = check_name("namespace", namespace)
-        session_id = check_name("session_id", session_id) if session_id else _new_session_id()
-        if not turns:
-            raise InputError("remember needs at least one turn")
-        if len(turns) > self.max_turns_per_call:
-            raise InputError(
-                f"too many turns in one call ({len(turns)}); the limit is "
-                f"{self.max_turns_per_call} — split the import into several calls"
-            )
-        prepared = [self._prepare(i, turn) for i, turn in enumerate(turns)]
+        given_session = check_name("session_id", session_id) if session_id else None
+        prepared = self.check_turns(turns)
+        digest = _call_digest(namespace, given_session, prepared)
         created_at = _now()
         async with self._write_transaction() as db:
+            session, known_ids = await self._recorded_call(db, namespace, digest)
+            if known_ids is not None and session is not None:
+                return RememberResult(
+                    ids=known_ids,
+                    session_id=session,
+                    namespace=namespace,
+                    stored=0,
+                    duplicates_skipped=len(known_ids),
+                )
+            session = given_session or session or _new_session_id()
             async with db.execute(
-                "SELECT content_hash, id FROM turns WHERE namespace = ? AND session_id = ?",
-                (namespace, session_id),
+                "SELECT id, content_hash, position FROM turns "
+                "WHERE namespace = ? AND session_id = ? ORDER BY position, id",
+                (namespace, session),
             ) as cursor:
-                existing = {row[0]: row[1] async for row in cursor}
-            async with db.execute(
-                "SELECT COALESCE(MAX(position) + 1, 0) FROM turns "
-                "WHERE namespace = ? AND session_id = ?",
-                (namespace, session_id),
-            ) as cursor:
-                row = await cursor.fetchone()
-            position = int(row[0]) if row else 0
+                stored = [(int(r[0]), str(r[1]), int(r[2])) async for r in cursor]
+            matches = match_resent([h for _, h, _ in stored], [t.content_hash for t in prepared])
+            position = stored[-1][2] + 1 if stored else 0
             async with db.execute("SELECT COALESCE(MAX(id), 0) FROM turns") as cursor:
                 row = await cursor.fetchone()
             async with db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'turns'") as cursor:
                 seq_row = await cursor.fetchone()
             next_id = max(int(row[0]) if row else 0, int(seq_row[0]) if seq_row else 0) + 1
+            first_new = next_id
             ids: list[int] = []
             rows: list[tuple[Any, ...]] = []
-            for turn in prepared:
-                if turn.content_hash in existing:
-                    ids.append(existing[turn.content_hash])
+            for turn, match in zip(prepared, matches, strict=True):
+                if match is not None:
+                    ids.append(stored[match][0])
                     continue
-                existing[turn.content_hash] = next_id
                 ids.append(next_id)
                 rows.append(
                     (
                         next_id,
                         namespace,
-                        session_id,
+                        session,
                         position,
                         turn.speaker,
                         turn.role,
@@ -250,28 +275,95 @@ class SQLiteStore:
             await db.execute(
                 "INSERT INTO sessions (namespace, id, created_at, turn_count) VALUES (?, ?, ?, 0) "
                 "ON CONFLICT (namespace, id) DO NOTHING",
-                (namespace, session_id, created_at),
+                (namespace, session, created_at),
             )
             if rows:
                 await db.executemany(
                     f"INSERT INTO turns ({_TURN_COLUMNS}, content_hash) VALUES ({_marks(12)})",
                     rows,
                 )
-                # The new turns hold ids rows[0][0] .. next_id - 1 (this transaction holds
+                # The new turns hold ids first_new .. next_id - 1 (this transaction holds
                 # the write lock). One statement lets FTS5 index them in one go.
                 await db.execute(
                     "INSERT INTO turns_fts (rowid, text, speaker) SELECT id, text, speaker "
                     "FROM turns WHERE id >= ? AND id < ?",
-                    (rows[0][0], next_id),
+                    (first_new, next_id),
                 )
-                await _refresh_sessions(db, namespace, [session_id])
+                await _refresh_sessions(db, namespace, [session])
+            await db.execute(
+                "INSERT OR REPLACE INTO remember_calls "
+                "(namespace, digest, session_id, ids, created_at) VALUES (?, ?, ?, ?, ?)",
+                (namespace, digest, session, json.dumps(ids), _iso(self.clock())),
+            )
         return RememberResult(
             ids=ids,
-            session_id=session_id,
+            session_id=session,
             namespace=namespace,
             stored=len(rows),
             duplicates_skipped=len(prepared) - len(rows),
         )
+
+    def call_batches(self, turns: Sequence[TurnInput]) -> list[Sequence[TurnInput]]:
+        """`turns` split into consecutive calls within max_turns_per_call and max_call_chars
+        (a turn longer than the call limit alone in its call, for `remember` to refuse)."""
+        batches: list[Sequence[TurnInput]] = []
+        start = chars = 0
+        for index, turn in enumerate(turns):
+            size = len(turn.text) if isinstance(turn.text, str) else 0
+            full = index - start >= self.max_turns_per_call or chars + size > self.max_call_chars
+            if full and index > start:
+                batches.append(turns[start:index])
+                start, chars = index, 0
+            chars += size
+        if start < len(turns):
+            batches.append(turns[start:])
+        return batches
+
+    def check_turns(self, turns: Sequence[TurnInput]) -> list[_PreparedTurn]:
+        """The turns of one `remember` call, checked (count, total size, each turn's fields)
+        and prepared; InputError naming the first problem. Writes nothing: an import checks
+        every call with it before storing any."""
+        if not turns:
+            raise InputError("remember needs at least one turn")
+        if len(turns) > self.max_turns_per_call:
+            raise InputError(
+                f"too many turns in one call ({len(turns)}); the limit is "
+                f"{self.max_turns_per_call} (config store.max_turns_per_call) — split the "
+                "turns into several calls"
+            )
+        total = sum(len(t.text) if isinstance(t.text, str) else 0 for t in turns)
+        if total > self.max_call_chars:
+            raise InputError(
+                f"the turns of one call hold {total:,} characters; the limit is "
+                f"{self.max_call_chars:,} (config store.max_call_chars) — split the turns "
+                "into several calls with the same session_id"
+            )
+        return [self._prepare(i, turn) for i, turn in enumerate(turns)]
+
+    async def _recorded_call(
+        self, db: aiosqlite.Connection, namespace: str, digest: str
+    ) -> tuple[str | None, list[int] | None]:
+        """(session, ids) the call with this digest was given within the retry window:
+        (session, ids) when all its turns are still stored, (session, None)
+        when some were forgotten since, (None, None) when there was no such call (or its
+        session is gone). Drops the records older than the window."""
+        cutoff = _iso(self.clock() - self.retry_window)
+        await db.execute("DELETE FROM remember_calls WHERE created_at < ?", (cutoff,))
+        async with db.execute(
+            "SELECT session_id, ids FROM remember_calls WHERE namespace = ? AND digest = ?",
+            (namespace, digest),
+        ) as cursor:
+            row = await cursor.fetchone()
+        if row is None:
+            return None, None
+        session, ids = str(row[0]), [int(i) for i in json.loads(row[1])]
+        async with db.execute(
+            "SELECT id FROM turns WHERE namespace = ? AND session_id = ?", (namespace, session)
+        ) as cursor:
+            present = {int(r[0]) async for r in cursor}
+        if present.issuperset(ids):
+            return session, ids
+        return (session if present else None), None
 
     async def forget(
         self,
@@ -287,24 +379,27 @@ class SQLiteStore:
             raise InputError("forget needs ids, a session_id, or the whole namespace")
         clauses = ["namespace = ?"]
         params: list[Any] = [namespace]
-        if ids:
-            clean = [_check_id(i) for i in ids]
-            clauses.append(f"id IN ({_marks(len(clean))})")
-            params.extend(clean)
         if session_id:
             clauses.append("session_id = ?")
             params.append(check_name("session_id", session_id))
         where = " AND ".join(clauses)
+        # Any number of ids: read in chunks (one IN list of 300,000 ids passes SQLite's limit).
+        chunks = _chunks(sorted({_check_id(i) for i in ids}), 500) if ids else [[]]
         async with self._write_transaction() as db:
-            async with db.execute(
-                f"SELECT id, session_id FROM turns WHERE {where} ORDER BY id", params
-            ) as cursor:
-                found = [(int(r[0]), str(r[1])) async for r in cursor]
+            found: list[tuple[int, str]] = []
+            for chunk in chunks:
+                in_chunk = f" AND id IN ({_marks(len(chunk))})" if chunk else ""
+                async with db.execute(
+                    f"SELECT id, session_id FROM turns WHERE {where}{in_chunk} ORDER BY id",
+                    [*params, *chunk],
+                ) as cursor:
+                    found.extend([(int(r[0]), str(r[1])) async for r in cursor])
             if ids:
                 missing = sorted(set(int(i) for i in ids) - {i for i, _ in found})
                 if missing:
+                    more = f" ({len(missing)} in all)" if len(missing) > 20 else ""
                     raise NotFoundError(
-                        f"no turns with ids {missing[:20]} in namespace {namespace!r}; "
+                        f"no turns with ids {missing[:20]}{more} in namespace {namespace!r}; "
                         "nothing was deleted (recall, grep and timeline show each turn's id)"
                     )
             if session_id and not found:
@@ -747,43 +842,50 @@ class SQLiteStore:
                 await _check_not_upgraded(db)
                 yield db
                 await db.commit()
-            except BaseException:
+            except BaseException as exc:
                 await db.rollback()
+                if isinstance(exc, sqlite3.OperationalError) and _is_full(exc):
+                    raise StorageFullError(
+                        f"the disk holding {self.path} is full (SQLite: {exc}); nothing of "
+                        "this call was written — free some space and send it again"
+                    ) from exc
                 raise
 
     # ------------------------------------------------------------------ helpers
 
     def _prepare(self, index: int, turn: TurnInput) -> _PreparedTurn:
-        where = f"turns[{index}]"
+        # Where the turn came from: "turns[3]", or the file and line an importer names.
+        where = f"turns[{index}]" if turn.source is None else f"{turn.source}:"
+        dot = "." if turn.source is None else " "
         text = turn.text
         if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{where}.text must be a non-empty string")
+            raise InputError(f"{where}{dot}text must be a non-empty string")
         if len(text) > self.max_text_chars:
             raise InputError(
-                f"{where}.text has {len(text)} characters; the limit is {self.max_text_chars}"
+                f"{where}{dot}text has {len(text)} characters; the limit is {self.max_text_chars}"
             )
-        _check_encodable(f"{where}.text", text)
+        _check_encodable(f"{where}{dot}text", text)
         speaker = turn.speaker
         if speaker is not None:
             if not isinstance(speaker, str):
-                raise InputError(f"{where}.speaker must be a string")
+                raise InputError(f"{where}{dot}speaker must be a string")
             speaker = speaker.strip() or None
             if speaker and len(speaker) > MAX_NAME_CHARS:
-                raise InputError(f"{where}.speaker is longer than {MAX_NAME_CHARS} characters")
+                raise InputError(f"{where}{dot}speaker is longer than {MAX_NAME_CHARS} characters")
             if speaker:
-                _check_encodable(f"{where}.speaker", speaker)
+                _check_encodable(f"{where}{dot}speaker", speaker)
         role = (turn.role or "other").strip().lower() if isinstance(turn.role, str | None) else None
         role = ROLE_ALIASES.get(role or "", role)
         if role not in ROLES:
-            raise InputError(f"{where}.role must be one of {list(ROLES)}, got {turn.role!r}")
+            raise InputError(f"{where}{dot}role must be one of {list(ROLES)}, got {turn.role!r}")
         raw = turn.timestamp
         try:
             timestamp = normalize_timestamp(raw) if raw is not None else None
         except InputError as exc:
-            raise InputError(f"{where}.timestamp: {exc}") from exc
+            raise InputError(f"{where}{dot}timestamp: {exc}") from exc
         timestamp_raw = None if raw is None else str(raw)
         if timestamp_raw is not None:
-            _check_encodable(f"{where}.timestamp", timestamp_raw)
+            _check_encodable(f"{where}{dot}timestamp", timestamp_raw)
         # Identity is what was given: a turn re-sent without a timestamp (a client retrying
         # after a lost answer, an import run again) is a duplicate, not a new turn "now".
         identity = [speaker, text, timestamp]
@@ -791,12 +893,14 @@ class SQLiteStore:
             timestamp = _now()
         metadata = turn.metadata if turn.metadata is not None else {}
         if not isinstance(metadata, dict):
-            raise InputError(f"{where}.metadata must be a JSON object")
+            raise InputError(f"{where}{dot}metadata must be a JSON object")
         try:
             metadata_json = _METADATA_JSON.encode(metadata) if metadata else "{}"
-            _check_encodable(f"{where}.metadata", metadata_json)
+            _check_encodable(f"{where}{dot}metadata", metadata_json)
         except (TypeError, ValueError) as exc:
-            raise InputError(f"{where}.metadata is not valid JSON: {exc}") from exc
+            raise InputError(f"{where}{dot}metadata is not valid JSON: {exc}") from exc
+        except RecursionError as exc:
+            raise InputError(f"{where}{dot}metadata is nested too deeply") from exc
         digest = hashlib.sha256(
             _IDENTITY_JSON.encode(identity).encode("utf-8", "surrogatepass")
         ).hexdigest()
@@ -872,6 +976,10 @@ def _check_encodable(where: str, text: str) -> None:
             f"{where} is not valid Unicode (unpaired surrogate at index {exc.start}); "
             "send UTF-8 text"
         ) from exc
+
+
+class StorageFullError(SmartSearchError):
+    """The database's disk (or its size limit) is full: the write was rolled back."""
 
 
 class _ReadOnlyDict(dict[str, Any]):
@@ -1019,6 +1127,13 @@ async def _begin_immediate(db: aiosqlite.Connection, attempts: int = 5) -> None:
             await anyio.sleep(0.05 * 2**attempt)
 
 
+def _is_full(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return (code & 0xFF) == sqlite3.SQLITE_FULL
+    return "disk is full" in str(exc)
+
+
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
@@ -1063,7 +1178,24 @@ def _chunks(items: list[Any], size: int) -> list[list[Any]]:
 
 
 def _now() -> str:
-    return datetime.now(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+    return _iso(datetime.now(UTC))
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+
+
+def _call_digest(namespace: str, session_id: str | None, turns: Sequence[_PreparedTurn]) -> str:
+    """What identifies a remember call as given: its namespace, its session_id (or none) and
+    each turn's key, role and metadata, in order."""
+    described = [
+        namespace,
+        session_id,
+        [[t.content_hash, t.role, t.metadata_json] for t in turns],
+    ]
+    return hashlib.sha256(
+        _IDENTITY_JSON.encode(described).encode("utf-8", "surrogatepass")
+    ).hexdigest()
 
 
 def _new_session_id() -> str:

@@ -284,3 +284,17 @@ def test_any_text_is_a_safe_query_for_the_rules(query: str) -> None:
 @given(ANY_TEXT)
 def test_any_text_is_a_safe_query_for_spacy(nlp: Any, query: str) -> None:
     check_analysis(analyze_query(query, nlp, REFERENCE), query)
+
+
+def test_a_query_term_longer_than_the_cap_is_not_searched_as_text() -> None:
+    """Matching a 4,000-character word on word boundaries cost its length at every place it
+    may start: minutes over long repetitive turns."""
+    from smartsearch_mcp.pipeline.analyze import MAX_TERM_CHARS
+
+    long_word = "a" * 1000
+    capped = "b" * MAX_TERM_CHARS
+    name = " ".join(["Ann"] * 40)  # a 159-character name from the rules
+    analysis = analyze_query(f"did {long_word} meet {capped} and {name}?", None, REFERENCE)
+    terms = [t.term for t in analysis.terms]
+    assert long_word not in terms and capped in terms
+    assert all(len(term) <= MAX_TERM_CHARS for term in terms)

@@ -385,3 +385,14 @@ def test_entity_discovery_runs_ner_once_per_text_when_given_a_cache() -> None:
     find_entity_mentions(analysis, hits, nlp, 4, cache)
     assert nlp.seen == hits
     assert set(cache) == set(hits)
+
+
+def test_the_matcher_leaves_out_terms_longer_than_the_cap() -> None:
+    from smartsearch_mcp.pipeline.analyze import MAX_TERM_CHARS, WeightedTerm
+    from smartsearch_mcp.pipeline.lexical import compile_terms
+
+    long_term = WeightedTerm("z" * (MAX_TERM_CHARS + 1), 1.0, "word")
+    short = WeightedTerm("zoo", 1.0, "word")
+    matcher = compile_terms([long_term, short])
+    assert matcher.terms == (short,)
+    assert matcher.score("z" * 5000) == 0.0
