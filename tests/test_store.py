@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import stat
@@ -353,8 +354,19 @@ def test_fts_quote_neutralizes_query_syntax():
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=st.text(min_size=1, max_size=200))
-async def test_any_text_is_a_safe_fts_query(store, text):
-    await store.search_fts(fts_any(text.split() or [text]), Scope(("ns",)), 5)
+async def test_any_text_is_a_safe_fts_query_that_finds_the_turn_it_came_from(store, text):
+    """Any user text is safe as a query (no FTS5 syntax error) and finds nothing but the
+    turn that says it — that turn, when a plain (ASCII) word of it is asked for."""
+    namespace = f"fts-{next(_EXAMPLES)}"  # a namespace of its own per example
+    ids = (await store.remember(namespace, None, [TurnInput(text)])).ids if text.strip() else []
+    match = fts_any(text.split() or [text])
+    found = [turn_id for turn_id, _ in await store.search_fts(match, Scope((namespace,)), 5)]
+    assert set(found) <= set(ids)
+    if any(word.isascii() and word.isalnum() for word in text.split()):
+        assert found == ids
+
+
+_EXAMPLES = itertools.count()
 
 
 @settings(
