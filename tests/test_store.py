@@ -181,6 +181,37 @@ async def test_fts_index_stays_in_step_with_turns(store):
     assert await store.integrity_check() == []
 
 
+async def test_the_fts_index_is_kept_in_step_as_the_store_module_says(tmp_path):
+    """remember indexes its turns itself (no insert trigger since migration 3); triggers
+    take a deleted turn out of the index and re-index a turn whose text is updated."""
+    import sqlite3
+
+    store = await SQLiteStore.open(tmp_path / "m.db")
+    try:
+        a = await store.remember("ns", "s1", [TurnInput("went hiking"), TurnInput("paints")])
+        with sqlite3.connect(tmp_path / "m.db") as db:
+            triggers = {
+                r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            }
+            assert triggers == {"turns_fts_delete", "turns_fts_update"}
+            db.execute("UPDATE turns SET text = 'went sailing' WHERE id = ?", (a.ids[0],))
+            db.execute("DELETE FROM turns WHERE id = ?", (a.ids[1],))
+
+        async def found(word: str) -> list[int]:
+            return [i for i, _ in await store.search_fts(fts_any([word]), Scope(("ns",)), 10)]
+
+        assert (await found("hiking"), await found("sailing"), await found("paints")) == (
+            [],
+            [a.ids[0]],
+            [],
+        )
+        b = await store.remember("ns", "s1", [TurnInput("went climbing")])
+        assert await found("climbing") == b.ids
+        assert await store.integrity_check() == []
+    finally:
+        await store.close()
+
+
 async def test_fts_search_is_exact_for_a_small_scope_inside_a_large_memory(store):
     # The index's best rows all belong to another namespace: the scoped search must still
     # return the scope's own best matches, best first.
