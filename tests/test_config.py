@@ -193,3 +193,29 @@ def test_the_server_refuses_to_start_with_a_bad_config(tmp_path):
     assert (
         done.stderr == f"error: {bad}: config key truncation.alpha = nan: must be a finite number\n"
     )
+
+
+def _every_key() -> list[tuple[str, str]]:
+    config = Config()
+    return [
+        (section.name, key.name)
+        for section in dataclasses.fields(config)
+        if section.name != "source"
+        for key in dataclasses.fields(getattr(config, section.name))
+    ]
+
+
+@pytest.mark.parametrize(("section", "key"), _every_key())
+def test_any_value_for_any_key_loads_or_is_one_config_error_line(tmp_path, section, key):
+    """No value a TOML file can hold makes loading crash with anything but a ConfigError
+    that names the key; what loads keeps the type the code reads."""
+    path = tmp_path / "c.toml"
+    default = getattr(getattr(Config(), section), key)
+    for value in ("'x'", "''", "-1", "0", "1.5", "nan", "-inf", "true", "[]", "['x']", "{ a = 1 }"):
+        path.write_text(f"[{section}]\n{key} = {value}\n")
+        try:
+            loaded = getattr(getattr(Config.load(path), section), key)
+        except ConfigError as exc:
+            assert f"{section}.{key}" in str(exc) and "\n" not in str(exc)
+        else:
+            assert isinstance(loaded, type(default)), (key, value)
