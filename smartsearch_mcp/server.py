@@ -261,9 +261,10 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
         """Search long-term memory for passages relevant to a question.
 
         Use before answering anything that may depend on past conversations. Ask a specific
-        natural-language question with the names, topics and dates you know ("When did
-        Caroline go to the support group?"). Returns the most relevant stored passages,
-        grouped by session with their dates, within `max_tokens` (default 1500).
+        natural-language question with the names, topics and dates you know ("What did
+        Priya suggest for the billing service's retry limit?"). Returns the most relevant
+        stored passages, grouped by session with their dates, within `max_tokens` (default
+        1500).
         Optional filters: `session_id`, and `since` / `until` dates (ISO 8601).
         """
         result = await _memory(ctx).recall(

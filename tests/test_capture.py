@@ -216,3 +216,68 @@ def test_the_same_prompt_typed_again_later_is_kept():
     assert plan_new_turns([earlier], [], [again]) == [again]
     rerun = _input("user", "continue", NOW + timedelta(minutes=2), capture="hook-payload")
     assert plan_new_turns([earlier], [], [rerun]) == []
+
+
+CHAT = [
+    ("My sister Priya runs a bakery in Leeds.", "A bakery in Leeds sounds lovely."),
+    ("Priya bakes sourdough every weekend.", "Sourdough takes patience."),
+    ("On weekends I mostly go climbing.", "Climbing is a great way to unwind."),
+    ("What should I get Priya for her birthday?", "A good bread knife, perhaps?"),
+]
+
+
+async def _ranked_ids(turns: list[TurnInput], tmp_path: Path, speaker_features: bool) -> list:
+    from smartsearch_mcp.config import Config
+    from smartsearch_mcp.memory import Memory
+    from smartsearch_mcp.types import Scope
+
+    config = Config().with_overrides(
+        nlp={"spacy_models": []},
+        retrieval={"dense": False, "speaker_bonus": 1.0 if speaker_features else 0.0},
+        rank={"scorers": ["lexical", "speaker"] if speaker_features else ["lexical"]},
+        truncation={"tokenizer": "estimate"},
+    )
+    memory = await Memory.open(config, tmp_path / f"m-{speaker_features}-{turns[0].speaker}.db")
+    try:
+        await memory.store.remember("ns", "s1", turns)
+        ranking = await memory.pipeline.rank("What does Priya do on weekends?", Scope(("ns",)))
+        return [(s.candidate.passage.turn.id, s.candidate.passage.start) for s in ranking.scored]
+    finally:
+        await memory.close()
+
+
+@pytest.mark.anyio
+async def test_captured_turns_have_roles_as_speakers_so_the_speaker_features_change_nothing(
+    tmp_path: Path,
+):
+    """What the README says of the speaker-aware features: the hooks store speaker = role
+    ("user", "assistant"), so a question naming a person ("Priya") ranks the same with the
+    speaker bonus and ranker as without them; with named speakers (LoCoMo's shape) they
+    change the order."""
+    from smartsearch_mcp.capture import event_turns
+    from smartsearch_mcp.pipeline.analyze import analyze_query
+    from smartsearch_mcp.pipeline.retrieve import dense_query, said_by_named, speaker_names
+    from smartsearch_mcp.types import Passage
+
+    captured: list[TurnInput] = []
+    for number, (prompt, reply) in enumerate(CHAT):
+        for kind, text in (("user-prompt", prompt), ("stop", reply)):
+            event = HookEvent("codex", kind, "s", None, None, text, text, f"t{number}")
+            captured += event_turns(event, datetime(2024, 5, 1, tzinfo=UTC))[1]
+    assert {t.speaker for t in captured} == {"user", "assistant"}
+    question = "What does Priya do on weekends?"
+    speakers = speaker_names(t.speaker for t in captured)
+    assert dense_query(question, speakers) == question  # no speaker's name to drop
+    passages = [Passage(_stored_turn(t.role or "", t.text, NOW), 0, len(t.text)) for t in captured]
+    analysis = analyze_query(question, None)
+    assert "priya" in {t.term for t in analysis.terms if t.kind in ("entity", "proper")}
+    assert said_by_named(passages, analysis) == [0.0] * len(passages)  # no turn said by Priya
+
+    with_features = await _ranked_ids(captured, tmp_path, speaker_features=True)
+    assert with_features == await _ranked_ids(captured, tmp_path, speaker_features=False)
+
+    named = [
+        TurnInput(t.text, "Priya" if i in (5, 6) else t.speaker, t.role, t.timestamp)
+        for i, t in enumerate(captured)
+    ]  # the two middle turns said by Priya herself, as in a LoCoMo conversation
+    assert await _ranked_ids(named, tmp_path, True) != await _ranked_ids(named, tmp_path, False)

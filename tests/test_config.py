@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from smartsearch_mcp.config import PRESETS_DIR, Config
+from smartsearch_mcp.config import PRESETS_DIR, Config, Section, TruncationConfig, setting
 from smartsearch_mcp.types import ConfigError
 
 REPO_CONFIGS = Path(__file__).parents[1] / "configs"
@@ -64,13 +71,59 @@ def test_the_offline_mpnet_preset_is_the_offline_one_with_the_packaged_mpnet() -
         ("[rank]\nembed_on_recall = -1\n", "rank.embed_on_recall"),
         ("truncation = 3\n", "truncation"),
         ("[store\n", "not valid TOML"),
+        # ranges: counts, weights, probabilities, finiteness
+        ("[rank]\nweights = { lexical = -1 }\n", "rank.weights.lexical = -1: must not be negative"),
+        (
+            "[rank]\nweights = { lexical = nan }\n",
+            "weights.lexical = nan: must be a finite number",
+        ),
+        (
+            "[rank]\nweights = { lexcal = 1 }\n",
+            re.compile('weights.lexcal = 1: .*mean "lexical"'),
+        ),
+        (
+            "[rank]\nscorers = ['lexical']\nweights = { lexical = 0 }\n",
+            "at least one must be positive",
+        ),
+        ("[rank]\nsession_weight = inf\n", "rank.session_weight = inf: must be a finite number"),
+        ("[rank]\nrrf_k = 0\n", "rank.rrf_k = 0: must be at least 1"),
+        ("[truncation]\nalpha = nan\n", "truncation.alpha = nan: must be a finite number"),
+        ("[truncation]\nalpha = 1.5\n", "truncation.alpha = 1.5: must be between 0 and 1"),
+        ("[truncation]\nalpha = -0.1\n", "truncation.alpha = -0.1: must be between 0 and 1"),
+        ("[truncation]\nmax_tokens = 0\n", "truncation.max_tokens = 0: must be at least 1"),
+        ("[retrieval]\nspeaker_bonus = -2.0\n", "retrieval.speaker_bonus = -2.0: must not be neg"),
+        ("[retrieval]\nmax_candidates = 1.5\n", "retrieval.max_candidates = 1.5: must be an int"),
+        ("[store]\nmax_turns_per_call = 0\n", "store.max_turns_per_call = 0"),
+        ("[models]\nbatch_size = 0\n", "models.batch_size = 0"),
+        # allowed values, with the nearest one suggested
+        ('[truncation]\ntokenizer = "gpt2"\n', 'truncation.tokenizer = "gpt2": must be one of "o2'),
+        ('[truncation]\ntokenizer = "o200k"\n', 'did you mean "o200k_base"'),
+        (
+            '[retrieval]\nmode = "grpe"\n',
+            re.compile('mode = "grpe": .*mean "grep"'),
+        ),
+        (
+            "[rank]\nscorers = ['lexical', 'lexcal']\n",
+            re.compile('"lexcal" is not .*"lexical"'),
+        ),
+        ("[rank]\nscorers = []\n", "rank.scorers = []: must name at least one"),
+        ("[rank]\nscorers = ['lexical', 'lexical']\n", "must not name the same one twice"),
+        ('[models]\ndevice = "gpu"\n', 'models.device = "gpu": must be one of cpu, cuda'),
+        ('[scope]\ndefault_namespace = " "\n', 'scope.default_namespace = " ": must not be empty'),
+        ("[rank]\nwieghts = { lexical = 1 }\n", "rank.wieghts (did you mean weights?)"),
+        ("[retreival]\nmode = 'grep'\n", "[retreival] (did you mean retrieval?)"),
+        # rules between settings
+        ("[passages]\nmax_words = 20\noverlap_words = 20\n", "must be less than passages.max_w"),
     ],
 )
 def test_config_mistakes_fail_naming_the_key(tmp_path, toml, message):
     path = tmp_path / "bad.toml"
     path.write_text(toml)
-    with pytest.raises(ConfigError, match=message.replace("[", r"\[")):
+    pattern = message if isinstance(message, re.Pattern) else re.escape(message)
+    with pytest.raises(ConfigError, match=pattern) as raised:
         Config.load(path)
+    text = str(raised.value)
+    assert text.startswith(f"{path}: ") and "\n" not in text  # one line naming the file
 
 
 def test_a_missing_config_file_names_the_presets():
@@ -83,3 +136,86 @@ def test_overrides_are_checked_like_a_file():
     assert config.truncation.max_tokens == 900 and config.truncation.top_k == 60
     with pytest.raises(ConfigError, match=r"truncation\.nope"):
         Config().with_overrides(truncation={"nope": 1})
+
+
+def test_every_shipped_preset_validates_in_both_copies():
+    """Each preset in configs/ and its copy in the package's presets/ load (every value
+    checked) to the same settings."""
+    for file in REPO_CONFIGS.glob("*.toml"):
+        in_repo, packaged = Config.load(file), Config.load(PRESETS_DIR / file.name)
+        assert dataclasses.replace(packaged, source=in_repo.source) == in_repo
+
+
+def test_values_are_checked_however_the_config_is_built():
+    with pytest.raises(ConfigError, match=r"truncation.alpha = nan"):
+        Config().with_overrides(truncation={"alpha": float("nan")})
+    with pytest.raises(ConfigError, match=r"rank.weights.bm25 = -1"):
+        dataclasses.replace(Config().rank, weights={"bm25": -1})
+    with pytest.raises(ConfigError, match=r'truncation.tokenizer = "gpt2"'):
+        TruncationConfig(tokenizer="gpt2")
+    with pytest.raises(ConfigError, match=r"unknown config section \[truncaton\] \(did you"):
+        Config().with_overrides(truncaton={"alpha": 0.5})
+    # TOML integers become floats, lists become tuples
+    config = Config().with_overrides(truncation={"alpha": 1}, rank={"scorers": ["lexical"]})
+    assert config.truncation.alpha == 1.0 and isinstance(config.truncation.alpha, float)
+    assert config.rank.scorers == ("lexical",)
+
+
+def test_a_new_setting_is_checked_by_its_type_without_more_code():
+    @dataclass(frozen=True)
+    class Extra(Section):
+        NAME: ClassVar[str] = "truncation"
+        share: float = 0.5
+        count: int = 3
+        fraction: float = setting(0.5, at_most=1)
+
+    assert Extra().share == 0.5
+    with pytest.raises(ConfigError, match=r"truncation\.share = nan"):
+        Extra(share=float("nan"))
+    with pytest.raises(ConfigError, match=r"truncation\.count = -1: must not be negative"):
+        Extra(count=-1)
+    with pytest.raises(ConfigError, match=r"truncation\.fraction = 2: must be between 0 and 1"):
+        Extra(fraction=2)
+
+
+def test_the_server_refuses_to_start_with_a_bad_config(tmp_path):
+    """`serve` with `alpha = nan` exits at once with one line naming the file and the key
+    (before: it started, and every recall failed with a ValueError)."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[truncation]\nalpha = nan\n")
+    command = [sys.executable, "-m", "smartsearch_mcp", "--config", str(bad), "serve"]
+    command += ["--db", str(tmp_path / "memory.db")]
+    env = {**os.environ, "PYTHONPATH": str(REPO_CONFIGS.parent)}
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=120, stdin=subprocess.PIPE, env=env
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert (
+        done.stderr == f"error: {bad}: config key truncation.alpha = nan: must be a finite number\n"
+    )
+
+
+def _every_key() -> list[tuple[str, str]]:
+    config = Config()
+    return [
+        (section.name, key.name)
+        for section in dataclasses.fields(config)
+        if section.name != "source"
+        for key in dataclasses.fields(getattr(config, section.name))
+    ]
+
+
+@pytest.mark.parametrize(("section", "key"), _every_key())
+def test_any_value_for_any_key_loads_or_is_one_config_error_line(tmp_path, section, key):
+    """No value a TOML file can hold makes loading crash with anything but a ConfigError
+    that names the key; what loads keeps the type the code reads."""
+    path = tmp_path / "c.toml"
+    default = getattr(getattr(Config(), section), key)
+    for value in ("'x'", "''", "-1", "0", "1.5", "nan", "-inf", "true", "[]", "['x']", "{ a = 1 }"):
+        path.write_text(f"[{section}]\n{key} = {value}\n")
+        try:
+            loaded = getattr(getattr(Config.load(path), section), key)
+        except ConfigError as exc:
+            assert f"{section}.{key}" in str(exc) and "\n" not in str(exc)
+        else:
+            assert isinstance(loaded, type(default)), (key, value)

@@ -291,3 +291,39 @@ async def test_recall_with_an_overlong_query_word_answers_and_says_it_was_not_se
         result = await client.call_tool("recall", {"query": "Biscuit " + "x" * 9000})
     assert not result.is_error
     assert any("longer than 100 characters" in w for w in result.structured_content["warnings"])
+
+
+def _benchmark_words() -> tuple[set[str], list[str]]:
+    """The speakers' names and the questions of the benchmark conversations in the fixtures
+    (and in the shared data, when it is there)."""
+    from shared_data import shared_data_dir
+
+    fixtures = Path(__file__).parent / "fixtures"
+    files = [*fixtures.glob("locomo*/*.json"), *(shared_data_dir() / "locomo").glob("*.json")]
+    names: set[str] = set()
+    questions: list[str] = []
+    for file in files:
+        conversation = json.loads(file.read_text())
+        names |= {conversation["speaker_a"], conversation["speaker_b"]}
+        questions += [qa["question"] for qa in conversation["qa"]]
+    return names, questions
+
+
+async def test_what_agents_are_shown_quotes_no_benchmark_conversation(server):
+    """Tool descriptions, their parameters, the instructions and the prompt use examples of
+    their own: no LoCoMo speaker or question (a tuned-on benchmark leaking into every agent's
+    context)."""
+    import re
+
+    from smartsearch_mcp.server import INSTRUCTIONS, MEMORY_PROMPT
+
+    async with Client(server) as client:
+        tools = (await client.list_tools()).tools
+    shown = "\n".join(
+        [INSTRUCTIONS, MEMORY_PROMPT]
+        + [f"{t.description}\n{json.dumps(t.input_schema)}" for t in tools]
+    )
+    names, questions = _benchmark_words()
+    assert "Caroline" in names and questions  # the fixtures are there
+    assert not [n for n in names if re.search(rf"\b{re.escape(n)}\b", shown)]
+    assert not [q for q in questions if q.rstrip("?").lower() in shown.lower()]

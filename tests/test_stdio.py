@@ -11,13 +11,14 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from servers import http_server
+from shared_data import shared_data_dir
 
 from smartsearch_mcp.importers.locomo import load_locomo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SHARED_LOCOMO = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "26.json"
+SHARED_LOCOMO = shared_data_dir() / "locomo" / "26.json"
 
 
 def _conversation_turns() -> tuple[list[dict], dict[str, str]]:

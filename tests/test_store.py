@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 import stat
@@ -181,6 +182,37 @@ async def test_fts_index_stays_in_step_with_turns(store):
     assert await store.integrity_check() == []
 
 
+async def test_the_fts_index_is_kept_in_step_as_the_store_module_says(tmp_path):
+    """remember indexes its turns itself (no insert trigger since migration 3); triggers
+    take a deleted turn out of the index and re-index a turn whose text is updated."""
+    import sqlite3
+
+    store = await SQLiteStore.open(tmp_path / "m.db")
+    try:
+        a = await store.remember("ns", "s1", [TurnInput("went hiking"), TurnInput("paints")])
+        with sqlite3.connect(tmp_path / "m.db") as db:
+            triggers = {
+                r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+            }
+            assert triggers == {"turns_fts_delete", "turns_fts_update"}
+            db.execute("UPDATE turns SET text = 'went sailing' WHERE id = ?", (a.ids[0],))
+            db.execute("DELETE FROM turns WHERE id = ?", (a.ids[1],))
+
+        async def found(word: str) -> list[int]:
+            return [i for i, _ in await store.search_fts(fts_any([word]), Scope(("ns",)), 10)]
+
+        assert (await found("hiking"), await found("sailing"), await found("paints")) == (
+            [],
+            [a.ids[0]],
+            [],
+        )
+        b = await store.remember("ns", "s1", [TurnInput("went climbing")])
+        assert await found("climbing") == b.ids
+        assert await store.integrity_check() == []
+    finally:
+        await store.close()
+
+
 async def test_fts_search_is_exact_for_a_small_scope_inside_a_large_memory(store):
     # The index's best rows all belong to another namespace: the scoped search must still
     # return the scope's own best matches, best first.
@@ -354,8 +386,19 @@ def test_fts_quote_neutralizes_query_syntax():
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(text=st.text(min_size=1, max_size=200))
-async def test_any_text_is_a_safe_fts_query(store, text):
-    await store.search_fts(fts_any(text.split() or [text]), Scope(("ns",)), 5)
+async def test_any_text_is_a_safe_fts_query_that_finds_the_turn_it_came_from(store, text):
+    """Any user text is safe as a query (no FTS5 syntax error) and finds nothing but the
+    turn that says it — that turn, when a plain (ASCII) word of it is asked for."""
+    namespace = f"fts-{next(_EXAMPLES)}"  # a namespace of its own per example
+    ids = (await store.remember(namespace, None, [TurnInput(text)])).ids if text.strip() else []
+    match = fts_any(text.split() or [text])
+    found = [turn_id for turn_id, _ in await store.search_fts(match, Scope((namespace,)), 5)]
+    assert set(found) <= set(ids)
+    if any(word.isascii() and word.isalnum() for word in text.split()):
+        assert found == ids
+
+
+_EXAMPLES = itertools.count()
 
 
 @settings(

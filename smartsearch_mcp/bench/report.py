@@ -20,6 +20,12 @@ BENCH_TITLES = {
     "longmemeval": "LongMemEval",
     "scale": "Scale",
 }
+# The benchmarks whose shared conversations the presets were tuned on: their numbers are
+# development-set results, and each report says so.
+DEVELOPMENT_SETS = {
+    "locomo": "LoCoMo's shared conversations",
+    "beam": "BEAM's 100K split",
+}
 SYSTEM_NAMES = {SMARTSEARCH: "SmartSearch", BM25: "BM25 (FTS5)", FULL_CONTEXT: "Full context"}
 STAGE_ORDER = ("analyze", "retrieve", "dense", "expand", "rank", "truncate", "end_to_end", BM25)
 STAGE_NAMES = {"end_to_end": "end to end", BM25: "BM25 baseline"}
@@ -106,6 +112,14 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
     keys = _recall_keys(summary)
     budgets = [str(b) for b in data["budgets"]]
     lines = [f"{h} {title} — `{data['config_name']}` config", ""]
+    if data["bench"] in DEVELOPMENT_SETS:
+        lines[0] += " — development-set results"
+        lines += [
+            f"> **Development-set results.** The presets were tuned on "
+            f"{DEVELOPMENT_SETS[data['bench']]}: expect lower recall on data that was not used "
+            "for tuning.",
+            "",
+        ]
     lines.append(f"`{data['command']}`")
     lines.append("")
     haystacks = data["haystacks"]

@@ -6,7 +6,8 @@ Never edit a released migration: append a new one.
 from __future__ import annotations
 
 MIGRATIONS: list[tuple[str, ...]] = [
-    # 1: turns, sessions, word-level full-text index kept in step by triggers.
+    # 1: turns, sessions, word-level full-text index kept in step by triggers (the insert
+    # trigger is dropped by 3: since then remember indexes its new turns itself).
     (
         """CREATE TABLE IF NOT EXISTS schema_version (
             version INTEGER PRIMARY KEY,

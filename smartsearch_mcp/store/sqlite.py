@@ -1,7 +1,11 @@
 """The SQLite store: schema, migrations, full-text index, WAL — the only module with SQL.
 
-Turns are stored verbatim. The FTS5 index is kept in step by triggers, so it changes in
-the same transaction as the turns. Writes go through one connection, one transaction at a
+Turns are stored verbatim. The FTS5 index (`turns_fts`, external content) changes in the
+same transaction as the turns: `remember` indexes the turns it inserts itself, with one
+`INSERT INTO turns_fts … SELECT` per call (migration 3 dropped the per-row insert trigger, so
+FTS5 builds one segment per call), and triggers take deleted turns out of it and re-index a
+turn whose text or speaker is updated. Any new code that inserts turns must index them the
+same way. Writes go through one connection, one transaction at a
 time (`_write_transaction`): tasks of this process queue on a lock, other processes queue on
 SQLite's lock with `BEGIN IMMEDIATE` and a busy timeout, so nobody sees "database is locked".
 """

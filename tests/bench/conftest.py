@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shared_data import shared_path
 
 from smartsearch_mcp.bench.baselines import bm25_ranking
 from smartsearch_mcp.config import Config
@@ -28,7 +29,6 @@ from smartsearch_mcp.types import (
 )
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
-SHARED_DATA = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()
 
 
 @pytest.fixture
@@ -39,8 +39,9 @@ def fixtures_dir() -> Path:
 
 @pytest.fixture
 def shared_data() -> Any:
-    """A function giving a path under ../shared/data, skipping the test when it is absent."""
-    return shared
+    """A function giving a path under the shared data folder (tests/shared_data.py),
+    skipping the test, with the reason, when it is absent."""
+    return shared_path
 
 
 @pytest.fixture
@@ -64,13 +65,6 @@ def lexical_config() -> Config:
     return FAST.with_overrides(
         rank={"scorers": ["lexical"]}, nlp={"spacy_models": []}, retrieval={"dense": False}
     )
-
-
-def shared(relative: str) -> Path:
-    path = SHARED_DATA / relative
-    if not path.exists():
-        pytest.skip(f"shared benchmark data not found at {path}")
-    return path
 
 
 # ---------------------------------------------------------------------- fake pipeline

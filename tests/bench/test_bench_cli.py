@@ -55,6 +55,38 @@ def test_locomo_bench_end_to_end_writes_results_summary_and_plots(
     assert data["haystacks"][0]["turns"] == 8
 
 
+def test_locomo_bench_recall_on_a_hand_labelled_conversation_is_the_hand_computed_one(
+    lexical_config: Config, tmp_path: Path
+) -> None:
+    """tests/fixtures/handlabelled (its README gives the reasoning): a lexical-only recall
+    without feedback terms or hops finds exactly the gold turns that share a content word
+    with their question — 1, 1/2, 1/2 and 0 of them, 0.5 on average, at every budget — while
+    the whole conversation (full context) holds all of them."""
+    config = lexical_config.with_overrides(retrieval={"prf_docs": 0}, expansion={"enabled": False})
+    data = run(
+        ["locomo", str(FIXTURES / "handlabelled"), "--baseline", "full-context", "--no-plots"],
+        config,
+        tmp_path / "hand",
+    )
+
+    by_question = {
+        q["question"]: {b: v["recall"] for b, v in q["systems"]["smartsearch"].items()}
+        for q in data["questions"]
+    }
+    expected = {
+        "Where was the accordion bought?": 1.0,
+        "At which celebration was the accordion heard in public?": 0.5,
+        "What flooring goes into the basement?": 0.5,
+        "Who receives the ceramics as presents?": 0.0,
+    }
+    assert by_question == {q: dict.fromkeys(by_question[q], r) for q, r in expected.items()}
+    recall = data["summary"]["recall"]
+    assert {budget: r["overall"] for budget, r in recall["smartsearch"].items()} == dict.fromkeys(
+        ("750", "1500", "3000", "6000"), 0.5
+    )
+    assert {r["overall"] for r in recall["full-context"].values()} == {1.0}
+
+
 def test_beam_bench_end_to_end_excludes_abstention_from_recall(
     lexical_config: Config, tmp_path: Path
 ) -> None:

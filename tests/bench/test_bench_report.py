@@ -81,7 +81,8 @@ def test_report_regenerates_markdown_and_plots_and_prints_the_readme_section(
 
     printed = capsys.readouterr().out
     assert printed.startswith("## Benchmarks")
-    assert "### LoCoMo — `offline` config" in printed
+    assert "### LoCoMo — `offline` config — development-set results" in printed
+    assert "> **Development-set results.** The presets were tuned on LoCoMo's" in printed
     assert "### Not measured here" in printed
     assert "LLM-judged QA accuracy" in printed
     assert "### Machine" in printed

@@ -1,27 +1,17 @@
-"""The full shared benchmark files load (skipped when ../shared/data is not next to the repo)."""
+"""The full shared benchmark files load (skipped, saying why, when the shared data is not
+found: see tests/shared_data.py; the importers' own tests run on slices in tests/fixtures)."""
 
-from pathlib import Path
-
-import pytest
+from shared_data import shared_path as shared
 
 from smartsearch_mcp.dates import parse_timestamp
 from smartsearch_mcp.importers import load_beam, load_locomo, load_longmemeval
 from smartsearch_mcp.types import SessionInput
-
-SHARED_DATA = (Path(__file__).parents[2] / ".." / "shared" / "data").resolve()
 
 
 def assert_timestamps_parse(sessions: list[SessionInput]) -> None:
     for timestamp in {turn.timestamp for session in sessions for turn in session.turns}:
         assert timestamp is not None
         parse_timestamp(timestamp)
-
-
-def shared(relative: str) -> Path:
-    path = SHARED_DATA / relative
-    if not path.exists():
-        pytest.skip(f"shared benchmark data not found at {path}")
-    return path
 
 
 def test_real_locomo_conversations_load_with_every_evidence_entry_resolved() -> None:

@@ -186,11 +186,13 @@ ANY_TEXT = st.one_of(
 def check_matcher(analysis: QueryAnalysis, text: str) -> None:
     matcher = compile_terms(analysis)
     value = grep_score(matcher, text)
-    assert value >= 0.0
     ceiling = sum(t.weight for t in analysis.terms) * (1 + REPEAT_BONUS * math.log(REPEAT_CAP))
     assert value <= ceiling + 1e-9
-    assert (value > 0) == bool(matched_terms(matcher, text))
-    assert grep_score(matcher, analysis.query) >= 0.0
+    matched = matched_terms(matcher, text)
+    # each group of terms found adds at least its weight; nothing found scores exactly 0
+    assert value >= min(t.weight for t in matched) - 1e-9 if matched else value == 0.0
+    found_in_query = matched_terms(matcher, analysis.query)
+    assert (grep_score(matcher, analysis.query) > 0) == bool(found_in_query)
 
 
 @given(ANY_TEXT, ANY_TEXT)
@@ -207,7 +209,11 @@ def test_any_query_and_text_are_safe_to_grep_with_spacy(nlp: Any, query: str, te
 @given(st.lists(st.text(min_size=1, max_size=12), max_size=6), ANY_TEXT)
 def test_any_term_text_compiles_and_scores(terms: list[str], text: str) -> None:
     weighted = [WeightedTerm(t, 1.0, "word", inflect=i % 2 == 0) for i, t in enumerate(terms)]
-    assert grep_score(compile_terms(weighted), text) >= 0.0
+    matcher = compile_terms(weighted)
+    assert (grep_score(matcher, text) >= 1.0) == bool(matched_terms(matcher, text))
+    for term in weighted:  # a plain word is found in its own text
+        if term.term.isascii() and term.term.isalnum():
+            assert grep_score(compile_terms([term]), term.term) == 1.0
 
 
 # --- pseudo-relevance feedback ------------------------------------------------------------------

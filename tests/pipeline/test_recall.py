@@ -293,18 +293,37 @@ async def test_places_kept_for_expansion_and_left_unused_go_to_the_next_candidat
     assert ranking.hops == []
 
 
-async def test_dense_retrieval_adds_candidates_no_term_matches_and_caches_vectors(store):
+class MountainEmbedder(HashEmbedder):
+    """Knows that hiking and the Alps are about mountains: one topic axis for those words,
+    one for everything else, so a question and a turn sharing no word can be near."""
+
+    model_id = "fake-mountains:2"
+    dimension = 2
+    TOPIC = ("mountain", "alps", "hiked", "trek")
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = [[float(any(w in t.lower() for w in self.TOPIC)), 0.3] for t in texts]
+        out = np.asarray(rows, dtype=np.float32).reshape(len(texts), 2)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dense", [True, False])
+async def test_dense_retrieval_adds_candidates_no_term_matches_and_caches_vectors(store, dense):
     await _fill(store)
     config = _config(
         rank={"scorers": ["bi_encoder", "lexical"]},
-        retrieval={"dense": True, "dense_candidates": 2},
+        retrieval={"dense": dense, "dense_candidates": 1},
     )
-    embedder = HashEmbedder()
+    embedder = MountainEmbedder()
     pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
-    ranking = await pipeline.rank("alps", SCOPE)  # no turn contains the word "alps," as typed
-    assert any("dense" in c.sources for c in ranking.candidates)
-    cached = await store.turns_without_embeddings(embedder.model_id, 10)
-    assert cached == []
+    query = "Which mountains did they trek in?"  # no word of it is in "We hiked the Alps…"
+    ranking = await pipeline.rank(query, SCOPE)
+    found = {c.passage.text: c.sources for c in ranking.candidates}
+    if dense:
+        assert found["We hiked the Alps last summer."] == ("dense",)  # found by dense alone
+        assert await store.turns_without_embeddings(embedder.model_id, 10) == []  # cached
+    else:
+        assert "We hiked the Alps last summer." not in found  # no term brings it
 
 
 class TopicEmbedder(HashEmbedder):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from factories import make_passage
 from hypothesis import given
@@ -9,6 +11,7 @@ from hypothesis import strategies as st
 
 from smartsearch_mcp.pipeline.analyze import analyze_query
 from smartsearch_mcp.pipeline.retrieve import (
+    ROLE_NAMES,
     Corpus,
     dense_query,
     ranking_text,
@@ -115,8 +118,34 @@ def test_any_query_and_any_speaker_names_give_a_non_empty_dense_query(
     query: str, speakers: set[str]
 ) -> None:
     out = dense_query(query, frozenset(speakers))
-    assert isinstance(out, str)
-    assert out == query or len(out) <= len(query)
+    has_word = re.compile(r"\w")
+    # never emptier than the query: a query with a word keeps a word to embed
+    assert bool(has_word.search(out)) == bool(has_word.search(query))
+    if out != query:  # names were dropped: the rest, spaces normalised, no name left
+        assert out == " ".join(out.split()) and len(out) <= len(query)
+        for name in speakers:
+            if name.isascii() and name.isalnum() and name.lower() not in ROLE_NAMES:
+                assert not re.search(rf"\b{name}\b", out, re.IGNORECASE)
+
+
+PERSON = st.from_regex(r"[A-Z][a-z]{1,7}", fullmatch=True).filter(
+    lambda name: name.lower() not in ROLE_NAMES
+)
+
+
+@given(
+    st.lists(PERSON, min_size=1, max_size=3),
+    st.sampled_from(["", "?", "'s", ",", "’s!"]),
+    st.from_regex(r"[a-z]{1,8}( [a-z]{1,8}){0,3}", fullmatch=True),
+)
+def test_a_query_of_speaker_names_keeps_its_other_words_or_stays_whole(
+    names: list[str], tail: str, words: str
+) -> None:
+    query = " ".join(name + tail for name in names)
+    assert dense_query(query, frozenset(names)) == query  # nothing else to embed: kept whole
+    if not set(words.split()) & {name.lower() for name in names}:
+        out = dense_query(f"{query} {words}", frozenset(names))
+        assert re.findall(r"\w+", out) == words.split()  # the names gone, the rest kept
 
 
 def test_passages_said_by_someone_the_question_names_are_marked() -> None:
