@@ -17,7 +17,13 @@ import numpy as np
 
 from smartsearch_mcp.dates import DateRange, comparable
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
-from smartsearch_mcp.pipeline.lexical import CorpusStats, compile_terms, select_prf_terms
+from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
+from smartsearch_mcp.pipeline.lexical import (
+    CorpusStats,
+    compile_terms,
+    select_prf_terms,
+    term_pattern,
+)
 from smartsearch_mcp.types import Passage
 
 # Minimum share of an idf-scaled term weight: a term in every turn (a speaker's name in a
@@ -159,15 +165,21 @@ def _names_pattern(speakers: frozenset[str]) -> re.Pattern[str] | None:
 
 
 def idf_weighted(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[WeightedTerm]:
-    """Scale each term's weight by how rare it is among `lowered` texts (substring document
-    frequency), so a word in every turn cannot outweigh the one that finds the answer."""
+    """Scale each term's weight by how rare it is among `lowered` texts (in how many of them
+    it matches), so a word in every turn cannot outweigh the one that finds the answer."""
     return idf_from_counts(terms, term_document_counts(terms, lowered), len(lowered))
 
 
 def term_document_counts(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[int]:
-    """For each term, how many of the `lowered` texts contain it as a substring (counts of
-    several batches of texts add up)."""
-    return [sum(1 for text in lowered if term.term in text) for term in terms]
+    """For each term, how many of the `lowered` texts it matches the way grep matches it
+    (whole words and their inflections, see `lexical.term_pattern`: "art" is not counted in
+    "party"). Counts of several batches of texts add up."""
+    counts = []
+    for term in terms:
+        literal, source = term_pattern(term)
+        search = re.compile(source).search
+        counts.append(sum(1 for text in lowered if literal in text and search(text)))
+    return counts
 
 
 def idf_from_counts(
@@ -299,12 +311,10 @@ def select_candidates(
                 seen.add(index)
     if len(chosen) >= total:
         return chosen[:total]
-    fused = np.zeros(size)
+    fused = np.asarray(reciprocal_rank_fusion(arrays, rrf_k))
     matched = np.zeros(size, dtype=bool)
-    for name in sorted(arrays):
-        values = np.nan_to_num(arrays[name], nan=-np.inf)
-        fused += 1.0 / (rrf_k + _competition_ranks(values))
-        matched |= values > 0
+    for values in arrays.values():
+        matched |= np.nan_to_num(values, nan=-np.inf) > 0
     order = np.lexsort((np.arange(size), -fused))
     for index in order[matched[order]]:
         if len(chosen) >= total:
@@ -313,36 +323,3 @@ def select_candidates(
             chosen.append(int(index))
             seen.add(int(index))
     return chosen
-
-
-def _competition_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, highest first, ties sharing the best rank of their tie."""
-    size = len(values)
-    order = np.lexsort((np.arange(size), -values))
-    ordered = values[order]
-    first = np.empty(size, dtype=bool)
-    first[:1] = True
-    first[1:] = ordered[1:] != ordered[:-1]
-    positions = np.arange(1, size + 1)
-    best = np.maximum.accumulate(np.where(first, positions, 0))
-    ranks = np.empty(size, dtype=np.int64)
-    ranks[order] = best
-    return ranks
-
-
-def dense_top(
-    query_vector: np.ndarray, vectors: np.ndarray, n: int, exclude: set[int]
-) -> list[tuple[int, float]]:
-    """The `n` rows most similar to the query (cosine of unit vectors), skipping `exclude`."""
-    if n <= 0 or vectors.shape[0] == 0:
-        return []
-    sims = vectors @ query_vector
-    order = np.argsort(-sims, kind="stable")
-    out: list[tuple[int, float]] = []
-    for index in order:
-        if int(index) in exclude:
-            continue
-        out.append((int(index), float(sims[index])))
-        if len(out) >= n:
-            break
-    return out
