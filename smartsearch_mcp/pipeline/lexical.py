@@ -366,10 +366,14 @@ def _cached_entities(
 ) -> list[list[tuple[str, str]]]:
     if cache is None:
         return list(_entities_of(texts, nlp))
-    missing = list(dict.fromkeys(t for t in texts if t not in cache))
-    for text, entities in zip(missing, _entities_of(missing, nlp), strict=True):
-        cache[text] = entities
-    return [cache[t] for t in texts]
+    # Concurrent recalls share the cache from worker threads (one may clear it meanwhile):
+    # what this call returns comes from its own `known`, never from a second cache lookup.
+    known = {t: found for t in texts if (found := cache.get(t)) is not None}
+    missing = list(dict.fromkeys(t for t in texts if t not in known))
+    fresh = dict(zip(missing, _entities_of(missing, nlp), strict=True))
+    cache.update(fresh)
+    known.update(fresh)
+    return [known[t] for t in texts]
 
 
 def _entities_of(texts: Sequence[str], nlp: Any | None) -> Iterable[list[tuple[str, str]]]:
