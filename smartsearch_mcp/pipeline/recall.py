@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -297,7 +297,7 @@ class RecallPipeline:
         """The query's vector (None: no dense channel) and the text embedded; in grep mode
         the corpus's vectors are filled for the dense channels over the whole scope."""
         cfg = self.config.retrieval
-        embedded_query = dense_query(query, corpus.speakers())
+        embedded_query = await off_loop(self._limiter, _embedded_query, query, corpus)
         want_bi = "bi_encoder" in self.learned_rankers() or (cfg.dense and cfg.mode == "grep")
         if not (want_bi and cfg.dense and cfg.dense_candidates > 0):
             return None, embedded_query
@@ -320,7 +320,7 @@ class RecallPipeline:
         by_turn = corpus.bm25  # indexed mode: the corpus came from this very search
         if by_turn is None:
             by_turn = await self._bm25_hits(analysis, scope)
-        return [by_turn.get(p.turn.id, 0.0) for p in corpus.passages]
+        return await off_loop(self._limiter, _by_passage, by_turn, corpus.passages)
 
     async def _bm25_hits(self, analysis: QueryAnalysis, scope: Scope) -> dict[int, float]:
         """FTS5 BM25 by turn id of the best turns for the query's terms."""
@@ -484,6 +484,14 @@ def _loading_warning(loading: set[str], rankers: list[str]) -> str:
         else "ranked with the models already loaded this time"
     )
     return f"models are still loading ({', '.join(sorted(loading))}): {how}"
+
+
+def _embedded_query(query: str, corpus: Corpus) -> str:
+    return dense_query(query, corpus.speakers())
+
+
+def _by_passage(by_turn: dict[int, float], passages: Sequence[Passage]) -> list[float]:
+    return [by_turn.get(p.turn.id, 0.0) for p in passages]
 
 
 def _bind(fn: Any, query: str, texts: list[str]) -> ScoreJob:
