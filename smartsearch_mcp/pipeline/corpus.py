@@ -7,7 +7,7 @@ the store and, within a recall's `EmbedBudget`, from the bi-encoder; it never wr
 recall: what a recall embedded is kept in memory and stored by the background embedding.
 
 Threads: CPU-bound work (splitting turns, building a corpus, decoding vectors) runs in worker
-threads; the caches shared between concurrent recalls are either only touched on the event
+threads; the caches shared between concurrent recalls are either only changed on the event
 loop (the scope cache, pending vectors) or guarded by a lock (the passage cache).
 """
 
@@ -386,6 +386,8 @@ class Embeddings:
         model = bi_encoder.model_id + variant
         keys = [p.key for p in passages]
         cached = await self.store.get_embeddings(model, keys)
+        # Read in the worker thread one `get` at a time (atomic under the GIL) while the loop
+        # may add to it: a vector is found or not, never half there.
         pending: dict[tuple[int, int], bytes] = self.pending.get(model) or {}
         matrix, missing = await off_loop(
             self.limiter, _decode, keys, cached, pending, bi_encoder.dimension

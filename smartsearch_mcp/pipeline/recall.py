@@ -127,8 +127,11 @@ class RecallPipeline:
         a worker thread)."""
         self.token_counter()
         self.models.get_nlp()
-        for kind in self.learned_rankers():
-            self.models.get_scorer(kind)  # type: ignore[arg-type]
+        for kind in self.model_kinds():
+            if kind == "bi_encoder":
+                self.models.get_bi_encoder()
+            elif kind != "spacy":
+                self.models.get_scorer(kind)  # type: ignore[arg-type]
 
     def token_counter(self) -> TokenCounter:
         if self._counter is None:

@@ -153,7 +153,11 @@ class SQLiteStore:
                 f"too many turns in one call ({len(turns)}); the limit is "
                 f"{self.max_turns_per_call} — split the import into several calls"
             )
-        prepared = [self._prepare(i, turn) for i, turn in enumerate(turns)]
+        # Validating, normalizing and hashing up to max_turns_per_call turns is CPU work the
+        # event loop (shared by every client of a server) must not wait on.
+        prepared = await anyio.to_thread.run_sync(
+            lambda: [self._prepare(i, turn) for i, turn in enumerate(turns)]
+        )
         created_at = _now()
         async with self._write_transaction() as db:
             async with db.execute(
