@@ -117,6 +117,9 @@ def create_server(
         try:
             async with anyio.create_task_group() as background:
                 if preload_models:
+                    # Recall answers at once with what is loaded, saying so, while the
+                    # models load in the background.
+                    memory.pipeline.wait_for_models = False
                     warmed = _warm_models_later(memory)
                     background.start_soon(_index_once_warm, memory, warmed)
                 yield AppContext(memory=memory)

@@ -7,6 +7,7 @@ Examples:
     smartsearch-mcp bench beam data/beam-100k --limit 50
     smartsearch-mcp bench longmemeval longmemeval_s.json
     smartsearch-mcp bench scale --turns 1000000 --data data --modes indexed,grep
+    smartsearch-mcp bench loop-lag --config lexical --turns 100000 --data data
     smartsearch-mcp bench report bench-results/locomo-offline-*/ > benchmarks.md
 """
 
@@ -100,6 +101,25 @@ def build_parser() -> argparse.ArgumentParser:
     scale.add_argument("--max-tokens", type=_positive_int, default=None, help="recall budget")
     scale.add_argument("--keep-db", help="build the database at this path and keep it")
     scale.set_defaults(handler=_cmd_scale)
+
+    lag = sub.add_parser(
+        "loop-lag",
+        parents=[common],
+        help="does one client's recall stall another's requests? (streamable HTTP)",
+    )
+    lag.add_argument("--turns", type=_positive_int, default=100_000, help="turns to build")
+    lag.add_argument(
+        "--data",
+        action="append",
+        help=f"LoCoMo/BEAM data to recombine (repeatable; default ${DATA_ENV})",
+    )
+    lag.add_argument("--recalls", type=_positive_int, default=20, help="timed recalls")
+    lag.add_argument("--seed", type=int, default=0)
+    lag.add_argument("--max-tokens", type=_positive_int, default=None, help="recall budget")
+    lag.add_argument(
+        "--keep-db", help="build the database at this path and keep it (reused when it exists)"
+    )
+    lag.set_defaults(handler=_cmd_loop_lag)
 
     report = sub.add_parser(
         "report", help="regenerate summary.md and plots; print the README Benchmarks section"
@@ -312,6 +332,54 @@ def _cmd_scale(
     write_results(out_dir, data)
     summary_path = write_summary(out_dir, data, plots=not args.no_plots)
     print(summary_path.read_text(encoding="utf-8"))
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _cmd_loop_lag(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench.loop_lag import LoopLagOptions, format_report, run_loop_lag
+    from smartsearch_mcp.bench.results import (
+        config_snapshot,
+        default_out_dir,
+        machine_info,
+        now_iso,
+        write_results,
+    )
+    from smartsearch_mcp.bench.scale import load_source_corpus
+
+    sources = args.data or ([os.environ[DATA_ENV]] if os.environ.get(DATA_ENV) else [])
+    if not sources:
+        raise InputError(
+            f"the loop-lag bench recombines real turns: give --data PATH (a LoCoMo folder, a "
+            f"BEAM split, or a folder holding both) or set ${DATA_ENV}"
+        )
+    corpus = load_source_corpus(sources)
+    options = LoopLagOptions(
+        turns=args.turns,
+        recalls=args.recalls,
+        seed=args.seed,
+        max_tokens=args.max_tokens or config.truncation.max_tokens,
+        progress=not args.no_progress,
+        config_name=config_name,
+        db_path=Path(args.keep_db) if args.keep_db else None,
+    )
+    out_dir = Path(args.out) if args.out else default_out_dir("loop-lag", config_name)
+    measured = anyio.run(run_loop_lag, config, options, corpus)
+    data: dict[str, Any] = {
+        "bench": "loop-lag",
+        "command": command_line(argv, config_name),
+        "created": now_iso(),
+        "config_name": Path(config_name).stem if config_name else "default",
+        "config": config_snapshot(config),
+        "machine": machine_info(),
+        **measured,
+    }
+    write_results(out_dir, data)
+    report = format_report(data)
+    (out_dir / "summary.md").write_text(report + "\n", encoding="utf-8")
+    print(report)
     print(f"results: {out_dir}", file=sys.stderr)
     return 0
 

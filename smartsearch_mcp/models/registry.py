@@ -121,6 +121,8 @@ class ModelRegistry:
         self._torch_lock = threading.Lock()
         self._torch_configured = False
         self._wrappers: dict[str, Callable[[Any], Any]] = {}
+        self._starting = threading.Lock()
+        self._started: set[str] = set()  # kinds `start_loading` handed to a thread
 
     @classmethod
     def from_config(cls, config: Config, **options: Any) -> ModelRegistry:
@@ -160,6 +162,21 @@ class ModelRegistry:
         )
         thread.start()
         return thread
+
+    def loaded(self, kind: str) -> bool:
+        """Whether loading that model is over (loaded, or failed: its getter returns at
+        once), without waiting or starting to load it."""
+        return self._slots[kind].done
+
+    def start_loading(self, kinds: Iterable[str]) -> None:
+        """Load those models in a background daemon thread unless they are loaded or being
+        loaded already; returns at once (a server's recall does not wait for a model)."""
+        with self._starting:
+            wanted = [k for k in kinds if k in self._slots and not self._slots[k].done]
+            wanted = [k for k in wanted if k not in self._started]
+            self._started.update(wanted)
+        if wanted:
+            self.preload(wanted)
 
     def status(self, kind: str) -> ModelStatus | None:
         """How loading that model went, or None when it was not tried yet."""

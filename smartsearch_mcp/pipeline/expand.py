@@ -3,12 +3,15 @@ entities, are searched again; what they find joins the candidates, with the hop 
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from smartsearch_mcp.config import ExpansionConfig
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
 from smartsearch_mcp.pipeline.lexical import compile_terms, find_entity_mentions
-from smartsearch_mcp.pipeline.retrieve import Corpus
+from smartsearch_mcp.pipeline.retrieve import Candidates, Corpus, top_indices
 from smartsearch_mcp.types import Hop
 
 
@@ -56,6 +59,59 @@ def expand_entities(
             )
         )
     return added, hops
+
+
+# Texts whose entities are remembered across queries, at most (then the memory starts afresh).
+ENTITY_CACHE_TEXTS = 100_000
+
+
+def expand_candidates(
+    analysis: QueryAnalysis,
+    candidates: Candidates,
+    nlp: Any | None,
+    expansion: ExpansionConfig,
+    max_candidates: int,
+    entity_cache: dict[str, list[tuple[str, str]]] | None = None,
+) -> tuple[Candidates, list[Hop]]:
+    """Stage 3: the candidates with what the entities of the first hits find added (when the
+    question names an entity to anchor on), in the places retrieval kept for them; places
+    expansion leaves go to the rest of the selection (`spare`). CPU-bound (NER over the first
+    hits, matching over the corpus): run in a worker thread. `entity_cache` may be shared by
+    concurrent calls."""
+    added: list[int] = []
+    hops: list[Hop] = []
+    if expansion.enabled and analysis.entities:
+        first = top_indices(candidates.scores, expansion.first_hits)
+        if entity_cache is not None and len(entity_cache) > ENTITY_CACHE_TEXTS:
+            entity_cache.clear()
+        added, hops = expand_entities(
+            analysis,
+            candidates.corpus,
+            first,
+            candidates.scores,
+            nlp,
+            expansion.max_entities,
+            expansion.per_entity,
+            set(candidates.chosen),
+            entity_cache,
+        )
+    chosen = list(candidates.chosen)
+    taken = set(chosen)
+    for index in itertools.chain(added, candidates.spare):
+        if len(chosen) >= max_candidates:
+            break
+        if index not in taken:
+            chosen.append(index)
+            taken.add(index)
+    return dataclasses.replace(candidates, chosen=chosen, spare=[]), hops
+
+
+def expansion_room(analysis: QueryAnalysis, expansion: ExpansionConfig) -> int:
+    """Candidate places retrieval keeps for what expansion adds (none when the question names
+    no entity to anchor on)."""
+    if not (expansion.enabled and analysis.entities):
+        return 0
+    return expansion.max_entities * expansion.per_entity // 2
 
 
 def _unique(ids: Iterable[int]) -> list[int]:

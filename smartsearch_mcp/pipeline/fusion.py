@@ -1,13 +1,15 @@
-"""Reciprocal-rank fusion and score normalization: pure functions over score lists."""
+"""Reciprocal-rank fusion: a pure function over score lists."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
 
 def reciprocal_rank_fusion(
-    scores: Mapping[str, Sequence[float]],
+    scores: Mapping[str, Sequence[float] | np.ndarray],
     k: int = 60,
     weights: Mapping[str, float] | None = None,
 ) -> list[float]:
@@ -21,8 +23,10 @@ def reciprocal_rank_fusion(
     summed in name order, so the floats do not depend on mapping order either. Callers
     sorting by the fused score break its ties by candidate index (a stable sort).
 
-    Returns [] when there are no rankers. Raises ValueError when the rankers disagree on the
-    number of candidates, or for a negative k or weight.
+    The one RRF of the pipeline: it fuses the rankers (stage 4) and the retrieval channels
+    over a whole scope (stage 2), hence vectorized. Returns [] when there are no rankers.
+    Raises ValueError when the rankers disagree on the number of candidates, or for a
+    negative k or weight.
     """
     if k < 0:
         raise ValueError(f"rrf k must not be negative, got {k}")
@@ -31,57 +35,32 @@ def reciprocal_rank_fusion(
     lengths = {name: len(values) for name, values in scores.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"rankers scored different numbers of candidates: {lengths}")
-    fused = [0.0] * next(iter(lengths.values()))
+    fused = np.zeros(next(iter(lengths.values())), dtype=np.float64)
     for name in sorted(scores):
         weight = 1.0 if weights is None else float(weights.get(name, 1.0))
         if weight < 0 or math.isnan(weight):
             raise ValueError(f"weight of ranker {name!r} must be a non-negative number")
         if weight == 0:
             continue
-        for index, rank in enumerate(competition_ranks(scores[name])):
-            fused[index] += weight / (k + rank)
-    return fused
+        fused += weight / (k + _competition_ranks(np.asarray(scores[name], dtype=np.float64)))
+    return fused.tolist()
 
 
-def competition_ranks(values: Sequence[float]) -> list[int]:
+def competition_ranks(values: Sequence[float] | np.ndarray) -> list[int]:
     """1-based rank of each value, highest first; equal values share the best rank of their
     tie ([5, 9, 5, 1] -> [2, 1, 2, 4]); NaN ranks last."""
-    keys = [_rank_key(v) for v in values]
-    order = sorted(range(len(keys)), key=keys.__getitem__, reverse=True)
-    ranks = [0] * len(keys)
-    for position, index in enumerate(order):
-        if position > 0 and keys[index] == keys[order[position - 1]]:
-            ranks[index] = ranks[order[position - 1]]
-        else:
-            ranks[index] = position + 1
+    return _competition_ranks(np.asarray(values, dtype=np.float64)).tolist()
+
+
+def _competition_ranks(values: np.ndarray) -> np.ndarray:
+    size = len(values)
+    keys = np.nan_to_num(values, nan=-np.inf, posinf=np.inf, neginf=-np.inf)
+    order = np.lexsort((np.arange(size), -keys))
+    ordered = keys[order]
+    first = np.empty(size, dtype=bool)
+    first[:1] = True
+    first[1:] = ordered[1:] != ordered[:-1]
+    best = np.maximum.accumulate(np.where(first, np.arange(1, size + 1), 0))
+    ranks = np.empty(size, dtype=np.int64)
+    ranks[order] = best
     return ranks
-
-
-def _rank_key(value: float) -> float:
-    value = float(value)
-    return -math.inf if math.isnan(value) else value
-
-
-def min_max_normalize(values: Sequence[float]) -> list[float]:
-    """Scale values linearly to [0, 1] (lowest finite -> 0, highest finite -> 1).
-
-    Constant input carries no ranking information and maps to all 0.0. +inf maps to 1.0;
-    -inf and NaN map to 0.0.
-    """
-    finite = [float(v) for v in values if math.isfinite(v)]
-    if not finite:
-        return [1.0 if v == math.inf else 0.0 for v in values]
-    # Halved so that the span of two huge values of opposite sign cannot overflow.
-    low, high = min(finite) / 2, max(finite) / 2
-    span = high - low
-    result = []
-    for value in values:
-        if math.isnan(value) or value == -math.inf:
-            result.append(0.0)
-        elif value == math.inf:
-            result.append(1.0)
-        elif span <= 0:
-            result.append(0.0)
-        else:
-            result.append(min(1.0, max(0.0, (float(value) / 2 - low) / span)))
-    return result

@@ -1,8 +1,8 @@
 """Index-free lexical matching: NER-weighted grep over raw turns, pseudo-relevance feedback
 and entity discovery for multi-hop expansion. Pure functions over strings.
 
-`grep_score` is the core of candidate retrieval: a text scores the summed weights of the
-distinct query terms it contains. Matching is case-insensitive and word-boundary aware;
+`TermMatcher.score` is the core of candidate retrieval: a text scores the summed weights of
+the distinct query terms it contains. Matching is case-insensitive and word-boundary aware;
 entities match as whole phrases, other words also in their English inflections.
 """
 
@@ -82,7 +82,13 @@ class TermMatcher:
         return f"TermMatcher({[t.term for t in self.terms]!r})"
 
     def score(self, text: str) -> float:
-        """See `grep_score`."""
+        """Sum over the distinct terms found in `text` of their weight.
+
+        Terms of one group (a word and its lemma) count once, at the best weight found. A
+        term found n times gets a small sublinear bonus (1 + 0.1 ln n, n capped at 20). A
+        multiword entity found whole scores its phrase weight on top of its words' weights:
+        that is the full-match bonus. 0.0 when nothing matches.
+        """
         if self._prefilter is None:
             return 0.0
         low = text.lower()
@@ -103,7 +109,7 @@ class TermMatcher:
         return sum(best.values())
 
     def matched(self, text: str) -> list[WeightedTerm]:
-        """The terms found in `text`, in matcher order."""
+        """The terms found in `text`, in matcher order (for explanations and diagnostics)."""
         low = text.lower()
         return [
             term
@@ -127,22 +133,6 @@ def _count(literal: str, pattern: re.Pattern[str], low: str) -> int:
 def compile_terms(terms: QueryAnalysis | Iterable[WeightedTerm]) -> TermMatcher:
     """Compile an analysis's terms (or any weighted terms) into a `TermMatcher`."""
     return TermMatcher(tuple(terms.terms if isinstance(terms, QueryAnalysis) else terms))
-
-
-def grep_score(matcher: TermMatcher, text: str) -> float:
-    """Sum over the distinct terms found in `text` of their weight.
-
-    Terms of one group (a word and its lemma) count once, at the best weight found. A term
-    found n times gets a small sublinear bonus (1 + 0.1 ln n, n capped at 20). A multiword
-    entity found whole scores its phrase weight on top of its words' weights: that is the
-    full-match bonus. 0.0 when nothing matches.
-    """
-    return matcher.score(text)
-
-
-def matched_terms(matcher: TermMatcher, text: str) -> list[WeightedTerm]:
-    """The matcher's terms that occur in `text` (for explanations and diagnostics)."""
-    return matcher.matched(text)
 
 
 def term_pattern(term: WeightedTerm) -> tuple[str, str]:
@@ -376,22 +366,19 @@ def anchor_sentences(text: str, anchors: TermMatcher) -> str:
     return " ".join(part.strip() for part in found) if found else text
 
 
-def discover_entities(
-    analysis: QueryAnalysis, hit_texts: Sequence[str], nlp: Any | None, max_entities: int
-) -> list[str]:
-    """Surface forms of `find_entity_mentions`, best first."""
-    return [m.text for m in find_entity_mentions(analysis, hit_texts, nlp, max_entities)]
-
-
 def _cached_entities(
     texts: Sequence[str], nlp: Any | None, cache: dict[str, list[tuple[str, str]]] | None
 ) -> list[list[tuple[str, str]]]:
     if cache is None:
         return list(_entities_of(texts, nlp))
-    missing = list(dict.fromkeys(t for t in texts if t not in cache))
-    for text, entities in zip(missing, _entities_of(missing, nlp), strict=True):
-        cache[text] = entities
-    return [cache[t] for t in texts]
+    # Concurrent recalls share the cache from worker threads (one may clear it meanwhile):
+    # what this call returns comes from its own `known`, never from a second cache lookup.
+    known = {t: found for t in texts if (found := cache.get(t)) is not None}
+    missing = list(dict.fromkeys(t for t in texts if t not in known))
+    fresh = dict(zip(missing, _entities_of(missing, nlp), strict=True))
+    cache.update(fresh)
+    known.update(fresh)
+    return [known[t] for t in texts]
 
 
 def _entities_of(texts: Sequence[str], nlp: Any | None) -> Iterable[list[tuple[str, str]]]:

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 import anyio
 import anyio.to_thread
 
+from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.types import Candidate, Scored
 
@@ -149,3 +150,14 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
 def _mean_of_best(values: Sequence[float], top_n: int) -> float:
     best = sorted(values, reverse=True)[:top_n]
     return sum(best) / len(best)
+
+
+def order_candidates(
+    candidates: Sequence[Candidate], scores: Mapping[str, Sequence[float]], rank: RankConfig
+) -> list[Scored]:
+    """The candidates best first: the rankers' `scores` fused (`fuse`, weighted by
+    `rank.weights`), then session support and reply credit."""
+    weights = {name: rank.weights.get(name, 1.0) for name in scores}
+    fused = fuse(candidates, scores, rank.rrf_k, weights)
+    fused = add_session_support(fused, rank.session_weight, rank.session_top, rank.session_window)
+    return credit_replied_turns(fused, rank.reply_credit)

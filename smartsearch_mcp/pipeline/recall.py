@@ -1,17 +1,18 @@
 """The recall pipeline: analyze → retrieve → expand → rank → truncate.
 
-The only async orchestration. Stages are pure functions of what they are given; this module
-fetches from the store, runs model work in worker threads, and keeps per-scope caches.
+The only async orchestration, and only that: each stage is a function from one typed value to
+the next (`QueryAnalysis` → `Candidates` → `Candidates` + hops → `Ranking` → `RecallResult`);
+this module fetches what they read from the store (`corpus.py`) and the model registry, and
+runs their CPU-bound work in worker threads, so that the event loop, which every client of a
+server shares, only awaits.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import math
 import time
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,39 +23,30 @@ import numpy as np
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
-from smartsearch_mcp.pipeline import lap
+from smartsearch_mcp.pipeline import lap, off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
-from smartsearch_mcp.pipeline.expand import expand_entities
+from smartsearch_mcp.pipeline.corpus import (
+    EmbedBudget,
+    Embeddings,
+    ScopeCorpora,
+    StreamedScope,
+)
+from smartsearch_mcp.pipeline.expand import expand_candidates, expansion_room
 from smartsearch_mcp.pipeline.lexical import EntityMention, find_entity_mentions
-from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
-from smartsearch_mcp.pipeline.rank import (
-    ScoreJob,
-    add_session_support,
-    credit_replied_turns,
-    fuse,
-    run_scorers,
-)
+from smartsearch_mcp.pipeline.passages import split_into_passages
+from smartsearch_mcp.pipeline.rank import ScoreJob, order_candidates, run_scorers
 from smartsearch_mcp.pipeline.retrieve import (
-    QUERY_STATS_SAMPLE,
+    Candidates,
     Corpus,
-    add_date_bonus,
-    add_prf,
-    add_speaker_bonus,
-    context_text,
     dense_query,
-    estimated_corpus_mb,
-    idf_weighted,
-    lexical_scores,
-    ranking_text,
+    retrieve_candidates,
     said_by_named,
-    select_candidates,
-    top_indices,
+    score_lexically,
 )
-from smartsearch_mcp.pipeline.scan import ScanResult, ScopeIndex, scan_scope
+from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
 from smartsearch_mcp.pipeline.truncate import truncate_to_budget
 from smartsearch_mcp.store import MemoryStore
-from smartsearch_mcp.store.queries import fts_any, fts_quote
-from smartsearch_mcp.store.sqlite import CONTEXT_SUFFIX
+from smartsearch_mcp.store.queries import fts_any
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
 from smartsearch_mcp.types import Candidate, Hop, Passage, RecallResult, Scope, Scored, Turn
 
@@ -64,62 +56,9 @@ LEARNED = ("cross_encoder", "colbert", "bi_encoder")
 # Dense retrieval over a whole scope is kept for scopes up to this many passages; larger
 # scopes are served by the lexical channels and the dense score of the candidates.
 DENSE_SCOPE_LIMIT = 200_000
-EMBED_BATCH = 256
-CACHED_SCOPES = 8
 SCAN_PAGE = 2000  # turns per read of a streamed scope
-PASSAGE_CACHE_TURNS = 500_000
-ENTITY_CACHE_TEXTS = 100_000
-# Indexed mode, memories of at least PRUNE_FROM_TURNS turns: query terms found in more than
-# COMMON_TERM_SHARE of the turns are left out of the index query while rarer ones remain.
-PRUNE_FROM_TURNS = 50_000
-COMMON_TERM_SHARE = 0.02
-
-
-@dataclass
-class EmbedBudget:
-    """How many passages without a cached vector one recall may still embed itself.
-
-    A whole scope's missing vectors are embedded only if they all fit (`partial=False`);
-    otherwise the budget is kept for the candidates (`partial=True`). Passages left out are
-    scored without dense signals and reported, never waited for.
-    """
-
-    remaining: int
-    skipped: set[tuple[int, int]] = field(default_factory=set)
-
-    def allow(self, wanted: int, *, partial: bool) -> int:
-        granted = wanted if wanted <= self.remaining else (self.remaining if partial else 0)
-        self.remaining -= granted
-        return granted
-
-    def warning(self) -> str | None:
-        if not self.skipped:
-            return None
-        return (
-            f"{len(self.skipped)} passage(s) are not embedded yet, so dense ranking left them "
-            "out (lexical ranking still covers them); the server embeds new turns in the "
-            "background, `smartsearch-mcp embed` does it now"
-        )
-
-
-@dataclass
-class CachedScope:
-    """A scope's corpus (or streaming plan) as read at `version`, with the scope's
-    fingerprint then (see `MemoryStore.scope_fingerprint`) and its estimated size."""
-
-    version: int
-    fingerprint: tuple[int, int]
-    source: Corpus | StreamedScope
-    size_mb: float
-
-
-@dataclass
-class StreamedScope:
-    """A scope read from the store on each query instead of cached (see `scan`)."""
-
-    through_id: int  # its last turn when the plan was made: later turns wait for a new plan
-    turns: int
-    index: ScopeIndex | None = None  # where its passages are, after the first scan
+# Rankers that need no model: what recall ranks with while the models load.
+MODEL_FREE = frozenset({"lexical", "bm25", "speaker"})
 
 
 @dataclass(frozen=True)
@@ -136,6 +75,16 @@ class Ranking:
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
+@dataclass
+class _Recall:
+    """What one recall carries from stage to stage besides the stage values."""
+
+    budget: EmbedBudget
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)
+    loading: set[str] = field(default_factory=set)  # configured models not loaded yet
+
+
 class RecallPipeline:
     """Recall over one store with one configuration and one model registry."""
 
@@ -144,38 +93,54 @@ class RecallPipeline:
         self.config = config
         self.models = models
         self._limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
-        # scope key -> its corpus or streaming plan, least recently used first
-        self._corpora: OrderedDict[tuple[Any, ...], CachedScope] = OrderedDict()
+        self.corpora = ScopeCorpora(store, config, self._limiter)
+        self.embeddings = Embeddings(store, config, self.corpora.passages, self._limiter)
+        self._entity_cache: dict[str, list[tuple[str, str]]] = {}  # text -> its entities
         self._counter: TokenCounter | None = None
-        # Turn texts never change, so what is derived from one text is cached across queries
-        # (and across corpora, which the indexed mode builds per query).
-        self._passage_cache: OrderedDict[tuple[int, str], list[Passage]] = OrderedDict()
-        self._entity_cache: dict[str, list[tuple[str, str]]] = {}
-        # Called when a recall met passages it could not embed within its budget (the
-        # server wakes its background embedding: turns may come from other processes).
+        # False in a server: a recall does not wait for a model still loading, it ranks with
+        # what is loaded and says so (the server loads the models in the background).
+        self.wait_for_models = True
+        # Called when a recall met passages it could not embed within its budget, or embedded
+        # some itself (the server wakes its background embedding, which stores them: turns
+        # may come from other processes).
         self.on_backlog: Callable[[], None] | None = None
+        self.embeddings.on_pending = self._wake_background
 
     # ------------------------------------------------------------------ lifecycle
 
     def invalidate(self) -> None:
         """Forget cached corpora (after this process wrote or deleted turns)."""
-        self._corpora.clear()
+        self.corpora.invalidate()
 
     def learned_rankers(self) -> list[str]:
         return [s for s in self.config.rank.scorers if s in LEARNED]
+
+    def model_kinds(self) -> list[str]:
+        """The models recall uses: spaCy (when configured), then the learned rankers."""
+        kinds = ["spacy"] if self.config.nlp.spacy_models else []
+        if self.config.retrieval.dense or "context" in self.config.rank.scorers:
+            kinds.append("bi_encoder")
+        return list(dict.fromkeys([*kinds, *self.learned_rankers()]))
 
     def warm_up(self) -> None:
         """Load the NLP model, the configured rankers and the tokenizer (blocking; call from
         a worker thread)."""
         self.token_counter()
         self.models.get_nlp()
-        for kind in self.learned_rankers():
-            self.models.get_scorer(kind)  # type: ignore[arg-type]
+        for kind in self.model_kinds():
+            if kind == "bi_encoder":
+                self.models.get_bi_encoder()
+            elif kind != "spacy":
+                self.models.get_scorer(kind)  # type: ignore[arg-type]
 
     def token_counter(self) -> TokenCounter:
         if self._counter is None:
             self._counter = get_token_counter(self.config.truncation.tokenizer)
         return self._counter
+
+    def _wake_background(self) -> None:
+        if self.on_backlog is not None:
+            self.on_backlog()
 
     # ------------------------------------------------------------------ recall
 
@@ -183,10 +148,11 @@ class RecallPipeline:
         self, query: str, scope: Scope, max_tokens: int, reference: datetime | None = None
     ) -> RecallResult:
         ranking = await self.rank(query, scope, reference)
-        return self.truncate(ranking, max_tokens)
+        return await off_loop(self._limiter, self.truncate, ranking, max_tokens)
 
     def truncate(self, ranking: Ranking, max_tokens: int) -> RecallResult:
-        """Stage 5: score-adaptive truncation of a ranking to `max_tokens`."""
+        """Stage 5: score-adaptive truncation of a ranking to `max_tokens` (CPU-bound:
+        counts the candidates' tokens)."""
         started = time.perf_counter()
         cfg = self.config.truncation
         # top_k is meant for the default budget; a larger budget may keep proportionally more.
@@ -223,32 +189,66 @@ class RecallPipeline:
 
     async def rank(self, query: str, scope: Scope, reference: datetime | None = None) -> Ranking:
         """Stages 1–4: analyze, retrieve, expand, rank."""
-        timings: dict[str, float] = {}
-        warnings: list[str] = []
+        run = _Recall(EmbedBudget(self.config.rank.embed_on_recall))
         clock = time.perf_counter()
-        budget = EmbedBudget(self.config.rank.embed_on_recall)
+        nlp = await self._model("spacy", run) if self.config.nlp.spacy_models else None
+        analysis = await off_loop(self._limiter, analyze_query, query, nlp, reference)
+        clock = lap(run.timings, "analyze", clock)
 
-        nlp = None
-        if self.config.nlp.spacy_models:
-            nlp = await anyio.to_thread.run_sync(self.models.get_nlp)
-        analysis = analyze_query(query, nlp, reference)
-        clock = lap(timings, "analyze", clock)
+        corpus, scores, bm25, said, scan = await self._retrieve(analysis, scope, nlp, run)
+        clock = lap(run.timings, "retrieve", clock)
+        candidates = await self._select(analysis, corpus, scores, bm25, said, scan, run)
+        clock = lap(run.timings, "dense", clock)
 
+        candidates, hops = await off_loop(
+            self._limiter,
+            expand_candidates,
+            analysis,
+            candidates,
+            nlp,
+            self.config.expansion,
+            self.config.retrieval.max_candidates,
+            self._entity_cache,
+        )
+        clock = lap(run.timings, "expand", clock)
+
+        taken = candidates.take()
+        scored, rankers = await self._rank(query, candidates, taken, run)
+        if (message := run.budget.warning()) is not None:
+            run.warnings.append(message)
+            self._wake_background()
+        if run.loading:
+            run.warnings.append(_loading_warning(run.loading, rankers))
+        lap(run.timings, "rank", clock)
+        return Ranking(
+            query=query,
+            analysis=analysis,
+            scored=scored,
+            candidates=taken,
+            rankers=rankers,
+            warnings=_dedupe(run.warnings),
+            hops=hops,
+            timings_ms=run.timings,
+        )
+
+    # ------------------------------------------------------------------ stage 2
+
+    async def _retrieve(
+        self, analysis: QueryAnalysis, scope: Scope, nlp: Any, run: _Recall
+    ) -> tuple[Corpus, list[float], list[float], list[float], ScanResult | None]:
+        """Stage 2, lexical part: the scope's passages (cached, streamed or found by the
+        index) with their lexical and BM25 scores and who said them; for a streamed scope
+        also the candidates, chosen while it was read."""
         cfg = self.config.retrieval
-        exp = self.config.expansion
-        # Places kept for what expansion adds; it needs an entity in the question to anchor on.
-        expands = exp.enabled and bool(analysis.entities)
-        room = exp.max_entities * exp.per_entity // 2 if expands else 0
-        total = max(0, cfg.max_candidates - room)  # candidates before expansion
         scan: ScanResult | None = None
         if cfg.mode == "indexed":
-            corpus = await self._indexed_corpus(analysis, scope)
+            corpus = await self.corpora.indexed_corpus(analysis, scope)
         else:
-            source = await self._scope_corpus(scope)
+            source = await self.corpora.scope_corpus(scope)
             if isinstance(source, StreamedScope):
                 scan = await self._scan(analysis, scope, source, nlp, cfg.max_candidates)
                 corpus = scan.corpus
-                warnings.append(
+                run.warnings.append(
                     f"the scope holds {source.turns:,} turns, more than grep mode keeps in "
                     f"memory (retrieval.scope_cache_mb = {cfg.scope_cache_mb}), so they were "
                     "read from the database for this query, which is slow; "
@@ -256,197 +256,64 @@ class RecallPipeline:
                 )
             else:
                 corpus = source
-        said = said_by_named(corpus.passages, analysis)  # bonus, channel and `speaker` ranker
+        said = await off_loop(self._limiter, said_by_named, corpus.passages, analysis)
         if scan is not None:
-            scores, bm25 = scan.scores, scan.bm25
-            timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
-        else:
-            terms = idf_weighted(analysis.terms, corpus.lowered)
-            scores = lexical_scores(terms, corpus.lowered)
-            scores, _ = add_prf(analysis, scores, corpus, cfg.prf_docs, cfg.prf_terms)
-            scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
-            scores = add_speaker_bonus(scores, said, cfg.speaker_bonus)
-            bm25 = await self._bm25(analysis, scope, corpus)
-        clock = lap(timings, "retrieve", clock)
+            run.timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
+            return corpus, scan.scores, scan.bm25, said, scan
+        scores = await off_loop(self._limiter, score_lexically, analysis, corpus, said, cfg)
+        bm25 = await self._bm25(analysis, scope, corpus)
+        return corpus, scores, bm25, said, None
 
-        learned = self.learned_rankers()
-        want_bi = "bi_encoder" in learned or (cfg.dense and cfg.mode == "grep")
-        bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder) if want_bi else None
-        query_vector: np.ndarray | None = None
-        embedded_query = dense_query(query, corpus.speakers())
-        if bi_encoder is not None and cfg.dense and cfg.dense_candidates > 0:
-            query_vector = await anyio.to_thread.run_sync(
-                bi_encoder.embed_query, embedded_query, limiter=self._limiter
-            )
-            whole = cfg.mode == "grep" and not corpus.partial
-            if whole and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
-                await self._fill_vectors(corpus, bi_encoder, budget)
-        channels: dict[str, Any] = {"lexical": scores}
-        quotas = {"lexical": cfg.lexical_candidates}
-        if bm25:
-            channels["bm25"] = bm25
-            quotas["bm25"] = cfg.bm25_candidates
-        if query_vector is not None and corpus.vectors is not None:
-            channels["dense"] = corpus.vectors @ query_vector
-            quotas["dense"] = cfg.dense_candidates
-            if "context" in self.config.rank.scorers:
-                context = await self._fill_context_vectors(corpus, bi_encoder, budget)
-                channels["context"] = context @ query_vector
-                quotas["context"] = cfg.dense_candidates
-            if cfg.speaker_candidates > 0 and any(said):
-                dense = channels["dense"]
-                best = np.maximum(dense, channels["context"]) if "context" in channels else dense
-                channels["speaker_dense"] = np.where(np.asarray(said) > 0, best, 0.0)
-                quotas["speaker_dense"] = cfg.speaker_candidates
-        # One selection of the full size: its first `total` are what a selection of `total`
-        # would choose (quotas, then fusion, fill in the same order); the rest take the places
-        # expansion leaves unused.
-        if scan is not None:  # chosen over the whole scope while it was read
-            ordered = list(scan.chosen)
-        else:
-            ordered = select_candidates(
-                channels, quotas, cfg.max_candidates, self.config.rank.rrf_k
-            )
-        chosen, spare = ordered[:total], ordered[total:]
-        taken = set(chosen)
-        clock = lap(timings, "dense", clock)
-
-        added: list[int] = []
-        hops: list[Hop] = []
-        if expands:
-            first = top_indices(scores, exp.first_hits)
-            if len(self._entity_cache) > ENTITY_CACHE_TEXTS:
-                self._entity_cache.clear()
-            added, hops = expand_entities(
-                analysis,
-                corpus,
-                first,
-                scores,
-                nlp,
-                exp.max_entities,
-                exp.per_entity,
-                taken,
-                self._entity_cache,
-            )
-        # What expansion found takes the places kept for it; what it leaves goes to the rest
-        # of the selection.
-        for index in itertools.chain(added, spare):
-            if len(chosen) >= cfg.max_candidates:
-                break
-            if index not in taken:
-                chosen.append(index)
-                taken.add(index)
-        clock = lap(timings, "expand", clock)
-
-        candidates = [
-            Candidate(
-                passage=corpus.passages[i],
-                lexical_score=float(scores[i]),
-                sources=_sources(channels, i),
-            )
-            for i in chosen
-        ]
-        scored, rankers, rank_warnings, rank_timings = await self._rank(
-            query,
-            candidates,
-            [corpus.texts[i] for i in chosen],
-            chosen,
-            corpus,
-            query_vector,
-            [bm25[i] for i in chosen] if bm25 else None,
-            embedded_query,
-            [said[i] for i in chosen],
-            budget,
-        )
-        warnings.extend(rank_warnings)
-        if (message := budget.warning()) is not None:
-            warnings.append(message)
-            if self.on_backlog is not None:
-                self.on_backlog()
-        timings.update({f"rank.{k}": v for k, v in rank_timings.items()})
-        lap(timings, "rank", clock)
-        return Ranking(
-            query=query,
-            analysis=analysis,
-            scored=scored,
-            candidates=candidates,
-            rankers=rankers,
-            warnings=warnings,
-            hops=hops,
-            timings_ms=timings,
-        )
-
-    # ------------------------------------------------------------------ ranking
-
-    async def _rank(
+    async def _select(
         self,
-        query: str,
-        candidates: list[Candidate],
-        texts: list[str],
-        indices: list[int],
+        analysis: QueryAnalysis,
         corpus: Corpus,
-        query_vector: np.ndarray | None,
-        bm25: list[float] | None,
-        embedded_query: str,
+        scores: list[float],
+        bm25: list[float],
         said: list[float],
-        budget: EmbedBudget,
-    ) -> tuple[list[Scored], list[str], list[str], dict[str, float]]:
-        warnings: list[str] = []
-        if not candidates:
-            return [], [], warnings, {}
-        jobs: dict[str, ScoreJob] = {}
-        wanted = self.learned_rankers()
-        for kind in wanted:
-            if kind == "bi_encoder":
-                continue
-            scorer = await anyio.to_thread.run_sync(self.models.get_scorer, kind)  # type: ignore[arg-type]
-            if scorer is not None:
-                jobs[kind] = _bind(scorer.score, query, texts)
-        use_context = "context" in self.config.rank.scorers
-        # Every configured learned ranker is missing: degrade to the bi-encoder before
-        # falling back to lexical scores alone.
-        degrade = bool(wanted) and not jobs and "bi_encoder" not in wanted
-        use_bi = "bi_encoder" in wanted or degrade
-        bi_encoder = None
-        if use_bi or use_context:
-            bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
-        if bi_encoder is not None:
-            qv = query_vector
-            if qv is None:
-                qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, embedded_query)
-            if use_bi:
-                vectors = await self._candidate_vectors(corpus, indices, bi_encoder, budget)
-                jobs["bi_encoder"] = _constant((vectors @ qv).astype(float).tolist())
-                if degrade:
-                    warnings.append("configured rankers unavailable; ranked with the bi-encoder")
-            if use_context:
-                context = await self._context_vectors(corpus, indices, bi_encoder, budget)
-                jobs["context"] = _constant((context @ qv).astype(float).tolist())
-        if bm25 is not None and "bm25" in self.config.rank.scorers:
-            jobs["bm25"] = _constant(bm25)
-        if "speaker" in self.config.rank.scorers:
-            jobs["speaker"] = _constant(said)
-        for message in self.models.warnings:
-            warnings.append(message)
-        scores, errors, timings = await run_scorers(jobs, self._limiter)
-        for name, error in errors.items():
-            warnings.append(f"ranker {name} failed and was skipped: {error}")
-        # The speaker prior alone cannot order passages: lexical scores join it then.
-        use_lexical = "lexical" in self.config.rank.scorers or not set(scores) - {"speaker"}
-        if use_lexical:
-            scores["lexical"] = [c.lexical_score for c in candidates]
-            if "lexical" not in self.config.rank.scorers:
-                warnings.append("no learned ranker available; ranked by lexical scores only")
-        weights = {name: self.config.rank.weights.get(name, 1.0) for name in scores}
-        rank_cfg = self.config.rank
-        fused = fuse(candidates, scores, rank_cfg.rrf_k, weights)
-        fused = add_session_support(
-            fused, rank_cfg.session_weight, rank_cfg.session_top, rank_cfg.session_window
+        scan: ScanResult | None,
+        run: _Recall,
+    ) -> Candidates:
+        """Stage 2, the dense channels and the choice of candidates among all channels."""
+        cfg = self.config.retrieval
+        # Candidates before expansion: places are kept for what expansion adds.
+        total = max(0, cfg.max_candidates - expansion_room(analysis, self.config.expansion))
+        query_vector, embedded_query = await self._dense(analysis.query, corpus, run)
+        return await off_loop(
+            self._limiter,
+            retrieve_candidates,
+            corpus,
+            scores,
+            bm25,
+            said,
+            cfg,
+            total=total,
+            rrf_k=self.config.rank.rrf_k,
+            query_vector=query_vector,
+            embedded_query=embedded_query,
+            selected=scan.chosen if scan is not None else None,
         )
-        fused = credit_replied_turns(fused, rank_cfg.reply_credit)
-        return fused, sorted(scores), _dedupe(warnings), timings
 
-    # ------------------------------------------------------------------ corpora
+    async def _dense(
+        self, query: str, corpus: Corpus, run: _Recall
+    ) -> tuple[np.ndarray | None, str]:
+        """The query's vector (None: no dense channel) and the text embedded; in grep mode
+        the corpus's vectors are filled for the dense channels over the whole scope."""
+        cfg = self.config.retrieval
+        embedded_query = await off_loop(self._limiter, _embedded_query, query, corpus)
+        want_bi = "bi_encoder" in self.learned_rankers() or (cfg.dense and cfg.mode == "grep")
+        if not (want_bi and cfg.dense and cfg.dense_candidates > 0):
+            return None, embedded_query
+        bi_encoder = await self._model("bi_encoder", run)
+        if bi_encoder is None:
+            return None, embedded_query
+        query_vector = await off_loop(self._limiter, bi_encoder.embed_query, embedded_query)
+        whole = cfg.mode == "grep" and not corpus.partial
+        if whole and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
+            await self.embeddings.fill(corpus, bi_encoder, run.budget)
+            if "context" in self.config.rank.scorers:
+                await self.embeddings.fill_context(corpus, bi_encoder, run.budget)
+        return query_vector, embedded_query
 
     async def _bm25(self, analysis: QueryAnalysis, scope: Scope, corpus: Corpus) -> list[float]:
         """FTS5 BM25 score of each corpus passage's turn for the query's terms ([] when BM25
@@ -456,7 +323,7 @@ class RecallPipeline:
         by_turn = corpus.bm25  # indexed mode: the corpus came from this very search
         if by_turn is None:
             by_turn = await self._bm25_hits(analysis, scope)
-        return [by_turn.get(p.turn.id, 0.0) for p in corpus.passages]
+        return await off_loop(self._limiter, _by_passage, by_turn, corpus.passages)
 
     async def _bm25_hits(self, analysis: QueryAnalysis, scope: Scope) -> dict[int, float]:
         """FTS5 BM25 by turn id of the best turns for the query's terms."""
@@ -466,57 +333,6 @@ class RecallPipeline:
 
     def _uses_bm25(self) -> bool:
         return "bm25" in self.config.rank.scorers or self.config.retrieval.bm25_candidates > 0
-
-    async def _scope_corpus(self, scope: Scope) -> Corpus | StreamedScope:
-        """The scope's passages, cached until a turn enters or leaves the scope — or, for a
-        scope larger than `retrieval.scope_cache_mb`, the plan to stream it (also cached).
-        The cached scopes together stay within `scope_cache_mb`: the least recently used go
-        first.
-
-        A commit anywhere (`data_version`) makes the cache check the scope's fingerprint:
-        the background embedding, other namespaces and other processes commit often, and
-        reading a large scope again takes seconds.
-        """
-        version = await self.store.data_version()
-        key = (scope.namespaces, scope.session_id, scope.since, scope.until)
-        cached = self._corpora.get(key)
-        if cached is not None and cached.version != version:
-            fingerprint = await self.store.scope_fingerprint(scope)
-            if self._corpora.get(key) is not cached:  # invalidated or evicted meanwhile
-                cached = None
-            elif fingerprint == cached.fingerprint:
-                cached.version = version
-        if cached is not None and cached.version == version:
-            self._corpora.move_to_end(key)
-            return cached.source
-        self._corpora.pop(key, None)  # stale: free it before reading the scope again
-        limit = self.config.retrieval.scope_cache_mb
-        source: Corpus | StreamedScope
-        turns, chars, last_id = await self.store.scope_size(scope)
-        size_mb = estimated_corpus_mb(turns, chars)
-        if size_mb > limit:
-            source = StreamedScope(through_id=last_id, turns=turns)
-            log.info(
-                "scope of %d turns (about %.0f MB in memory) is streamed from the database "
-                "on each query (retrieval.scope_cache_mb = %d)",
-                turns,
-                size_mb,
-                self.config.retrieval.scope_cache_mb,
-            )
-            size_mb = 0.0  # what it keeps: a few bytes per passage (`ScopeIndex`)
-        else:
-            while self._corpora and self._cached_mb() + size_mb > limit:
-                self._corpora.popitem(last=False)
-            source = Corpus.build(self._passages(await self.store.scope_turns(scope)))
-        # Turns written between the size and the read make the fingerprint differ at the
-        # next check, so the scope is read again then: never kept stale.
-        self._corpora[key] = CachedScope(version, (turns, last_id), source, size_mb)
-        while len(self._corpora) > CACHED_SCOPES:
-            self._corpora.popitem(last=False)
-        return source
-
-    def _cached_mb(self) -> float:
-        return sum(cached.size_mb for cached in self._corpora.values())
 
     async def _scan(
         self,
@@ -530,7 +346,7 @@ class RecallPipeline:
         passages_cfg = self.config.passages
         exp = self.config.expansion
 
-        def pages() -> AsyncIterator[list[Turn]]:
+        def pages() -> Any:
             return self.store.scope_pages(scope, SCAN_PAGE, streamed.through_id)
 
         def split(turn: Turn) -> list[Passage]:  # not cached: the scope does not fit
@@ -550,270 +366,135 @@ class RecallPipeline:
             rrf_k=self.config.rank.rrf_k,
             find_mentions=mentions,
             index=streamed.index,
+            limiter=self._limiter,
         )
         streamed.index = result.index
         return result
 
-    async def _indexed_corpus(self, analysis: QueryAnalysis, scope: Scope) -> Corpus:
-        match = await self._selective_match([term.term for term in analysis.terms])
-        hits = await self.store.search_fts(match, scope, self.config.retrieval.max_candidates * 3)
-        turns = await self.store.get_turns([turn_id for turn_id, _ in hits])
-        corpus = Corpus.build(self._passages(turns))
-        corpus.bm25 = dict(hits)
-        corpus.stats_sample = QUERY_STATS_SAMPLE
-        return corpus
+    # ------------------------------------------------------------------ stage 4
 
-    async def _selective_match(self, terms: Sequence[str]) -> str:
-        """The FTS5 query of the indexed mode: any of `terms`, leaving out, in a large memory,
-        those found in more than `COMMON_TERM_SHARE` of all turns while rarer ones remain.
-
-        Ranking the matches of a word in every tenth turn costs seconds over a million turns
-        and hardly changes which turns come first (BM25 weighs such a word near zero); the
-        candidates are scored with every term afterwards anyway.
-        """
-        phrases = list(dict.fromkeys(p for p in map(fts_quote, terms) if p is not None))
-        total = await self.store.turn_count_estimate()
-        if len(phrases) < 2 or total < PRUNE_FROM_TURNS:
-            return " OR ".join(phrases)
-        counts = await self.store.fts_doc_counts(phrases)
-        selective = [p for p in phrases if counts[p] <= COMMON_TERM_SHARE * total]
-        if not selective:
-            selective = sorted(phrases, key=lambda p: counts[p])[:2]
-        return " OR ".join(selective)
-
-    def _passages(self, turns: Sequence[Turn]) -> list[Passage]:
-        cfg = self.config.passages
-        cache = self._passage_cache
-        out: list[Passage] = []
-        for turn in turns:
-            if not may_split(turn.text, cfg.max_words):  # one passage, found without counting
-                out.extend(split_into_passages(turn, cfg.max_words, cfg.overlap_words))
+    async def _rank(
+        self, query: str, found: Candidates, candidates: list[Candidate], run: _Recall
+    ) -> tuple[list[Scored], list[str]]:
+        """Stage 4: the configured rankers in parallel worker threads, then fusion."""
+        if not candidates:
+            return [], []
+        indices = found.chosen
+        corpus = found.corpus
+        texts = [corpus.texts[i] for i in indices]
+        scorers = self.config.rank.scorers
+        jobs: dict[str, ScoreJob] = {}
+        wanted = self.learned_rankers()
+        for kind in wanted:
+            if kind == "bi_encoder":
                 continue
-            key = (turn.id, turn.text)  # an id freed by `forget` may come back
-            passages = cache.get(key)
-            if passages is None:
-                passages = split_into_passages(turn, cfg.max_words, cfg.overlap_words)
-                cache[key] = passages
-                if len(cache) > PASSAGE_CACHE_TURNS:
-                    cache.popitem(last=False)
-            out.extend(passages)
-        return out
+            scorer = await self._model(kind, run)
+            if scorer is not None:
+                jobs[kind] = _bind(scorer.score, query, texts)
+        use_context = "context" in scorers
+        # Every configured learned ranker is missing: degrade to the bi-encoder before
+        # falling back to lexical scores alone.
+        degrade = bool(wanted) and not jobs and "bi_encoder" not in wanted and not run.loading
+        use_bi = "bi_encoder" in wanted or degrade
+        bi_encoder = await self._model("bi_encoder", run) if use_bi or use_context else None
+        if bi_encoder is not None:
+            qv = found.query_vector
+            if qv is None:
+                qv = await off_loop(self._limiter, bi_encoder.embed_query, found.embedded_query)
+            if use_bi:
+                vectors = await self.embeddings.of_candidates(
+                    corpus, indices, bi_encoder, run.budget
+                )
+                jobs["bi_encoder"] = _constant((vectors @ qv).astype(float).tolist())
+                if degrade:
+                    run.warnings.append(
+                        "configured rankers unavailable; ranked with the bi-encoder"
+                    )
+            if use_context:
+                context = await self.embeddings.context_of_candidates(
+                    corpus, indices, bi_encoder, run.budget
+                )
+                jobs["context"] = _constant((context @ qv).astype(float).tolist())
+        if found.bm25 and "bm25" in scorers:
+            jobs["bm25"] = _constant([found.bm25[i] for i in indices])
+        if "speaker" in scorers:
+            jobs["speaker"] = _constant([found.said[i] for i in indices])
+        run.warnings.extend(self.models.warnings)
+        scores, errors, timings = await run_scorers(jobs, self._limiter)
+        run.timings.update({f"rank.{k}": v for k, v in timings.items()})
+        for name, error in errors.items():
+            run.warnings.append(f"ranker {name} failed and was skipped: {error}")
+        # The speaker prior alone cannot order passages: lexical scores join it then.
+        if "lexical" in scorers or not set(scores) - {"speaker"}:
+            scores["lexical"] = [c.lexical_score for c in candidates]
+            if "lexical" not in scorers and not run.loading:
+                run.warnings.append("no learned ranker available; ranked by lexical scores only")
+        ordered = await off_loop(
+            self._limiter, order_candidates, candidates, scores, self.config.rank
+        )
+        return ordered, sorted(scores)
+
+    # ------------------------------------------------------------------ models
+
+    async def _model(self, kind: str, run: _Recall) -> Any | None:
+        """The model of that kind, or None when it cannot be loaded — or, when recall does
+        not wait for models (`wait_for_models`), while it is still loading (it goes on
+        loading in the background; `run.loading` says so)."""
+        if not self.wait_for_models and not self.models.loaded(kind):
+            self.models.start_loading([kind])
+            run.loading.add(kind)
+            return None
+        if kind == "spacy":
+            return await anyio.to_thread.run_sync(self.models.get_nlp)
+        if kind == "bi_encoder":
+            return await anyio.to_thread.run_sync(self.models.get_bi_encoder)
+        return await anyio.to_thread.run_sync(self.models.get_scorer, kind)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ embeddings
 
-    async def _fill_vectors(self, corpus: Corpus, bi_encoder: Any, budget: EmbedBudget) -> None:
-        """Give `corpus` a vector per passage: cached ones from the store, the missing ones
-        embedded now if they fit in `budget`, else NaN rows until a later recall (vectors
-        the background embedding stored meanwhile are picked up then)."""
-        if corpus.vectors is None or corpus.vector_model != bi_encoder.model_id:
-            corpus.vectors = _unknown(len(corpus.passages), bi_encoder.dimension)
-            corpus.vector_model = bi_encoder.model_id
-        await self._complete(corpus.vectors, corpus.passages, corpus.texts, bi_encoder, "", budget)
-
-    async def _candidate_vectors(
-        self, corpus: Corpus, indices: list[int], bi_encoder: Any, budget: EmbedBudget
-    ) -> np.ndarray:
-        if corpus.vectors is not None and corpus.vector_model == bi_encoder.model_id:
-            await self._complete(
-                corpus.vectors, corpus.passages, corpus.texts, bi_encoder, "", budget, indices
-            )
-            return corpus.vectors[indices]
-        return await self._vectors_for(
-            [corpus.passages[i] for i in indices],
-            [corpus.texts[i] for i in indices],
-            bi_encoder,
-            budget=budget,
-            partial=True,
-        )
-
-    async def _complete(
-        self,
-        matrix: np.ndarray,
-        passages: Sequence[Passage],
-        texts: Sequence[str],
-        bi_encoder: Any,
-        variant: str,
-        budget: EmbedBudget,
-        among: Sequence[int] | None = None,
-    ) -> None:
-        """Fill the unknown (NaN) rows of a corpus-wide `matrix` from the store and, within
-        `budget`, the model: all of them only if all fit, or as many as fit of those `among`
-        the given rows (the candidates)."""
-        if among is None:
-            rows = np.flatnonzero(np.isnan(matrix[:, 0])).tolist()
-        else:
-            rows = [i for i in among if np.isnan(matrix[i, 0])]
-        if rows:
-            matrix[rows] = await self._vectors_for(
-                [passages[r] for r in rows],
-                [texts[r] for r in rows],
-                bi_encoder,
-                variant,
-                budget=budget,
-                partial=among is not None,
-            )
-
-    async def _vectors_for(
-        self,
-        passages: Sequence[Passage],
-        texts: Sequence[str],
-        bi_encoder: Any,
-        variant: str = "",
-        *,
-        budget: EmbedBudget | None = None,
-        partial: bool = True,
-    ) -> np.ndarray:
-        """One vector per passage: cached ones from the store, the others embedded now (and
-        cached) — without a `budget`, all of them; with one, as many as it allows, the rest
-        NaN rows."""
-        model = bi_encoder.model_id + variant
-        keys = [p.key for p in passages]
-        cached = await self.store.get_embeddings(model, keys)
-        matrix = np.zeros((len(passages), bi_encoder.dimension), dtype=np.float32)
-        missing: list[int] = []
-        for row, key in enumerate(keys):
-            blob = cached.get(key)
-            if blob is not None and len(blob) == 4 * bi_encoder.dimension:
-                matrix[row] = np.frombuffer(blob, dtype=np.float32)
-                if budget is not None:
-                    budget.skipped.discard(key)
-            else:
-                missing.append(row)
-        if budget is not None:
-            granted = budget.allow(len(missing), partial=partial)
-            for row in missing[granted:]:
-                matrix[row] = np.nan
-                budget.skipped.add(keys[row])
-            missing = missing[:granted]
-        for start in range(0, len(missing), EMBED_BATCH):
-            rows = missing[start : start + EMBED_BATCH]
-            vectors = await anyio.to_thread.run_sync(
-                bi_encoder.embed, [texts[r] for r in rows], limiter=self._limiter
-            )
-            matrix[rows] = vectors
-            await self.store.put_embeddings(
-                model, [(keys[r][0], keys[r][1], vectors[j].tobytes()) for j, r in enumerate(rows)]
-            )
-            if budget is not None:
-                budget.skipped.difference_update(keys[r] for r in rows)
-        return matrix
-
-    async def _context_vectors(
-        self, corpus: Corpus, indices: list[int], bi_encoder: Any, budget: EmbedBudget
-    ) -> np.ndarray:
-        """Vectors of the passages with the turn before them (see `context_text`)."""
-        if corpus.context is None:
-            corpus.context = await self._context_texts(corpus.passages, corpus.texts)
-        if self.config.retrieval.mode == "grep" and not corpus.partial:
-            await self._fill_context_vectors(corpus, bi_encoder, budget)
-        if corpus.context_vectors is not None:
-            await self._fill_context_vectors(corpus, bi_encoder, budget, indices)
-            return corpus.context_vectors[indices]
-        return await self._vectors_for(
-            [corpus.passages[i] for i in indices],
-            [corpus.context[i] for i in indices],
-            bi_encoder,
-            CONTEXT_SUFFIX,
-            budget=budget,
-            partial=True,
-        )
-
-    async def _fill_context_vectors(
-        self,
-        corpus: Corpus,
-        bi_encoder: Any,
-        budget: EmbedBudget,
-        among: Sequence[int] | None = None,
-    ) -> np.ndarray:
-        """The context vectors of every passage of `corpus` (cached on it), completed for all
-        passages or for those `among` the given ones (see `_complete` for the budget)."""
-        if corpus.context is None:
-            corpus.context = await self._context_texts(corpus.passages, corpus.texts)
-        if corpus.context_vectors is None:
-            corpus.context_vectors = _unknown(len(corpus.passages), bi_encoder.dimension)
-        await self._complete(
-            corpus.context_vectors,
-            corpus.passages,
-            corpus.context,
-            bi_encoder,
-            CONTEXT_SUFFIX,
-            budget,
-            among,
-        )
-        return corpus.context_vectors
-
-    async def _context_texts(self, passages: Sequence[Passage], texts: Sequence[str]) -> list[str]:
-        previous = await self.store.previous_turns(
-            sorted({p.turn.id for p in passages if p.turn.position > 0})
-        )
-        prefixes = {
-            turn_id: ranking_text(self._passages([turn])[-1]) for turn_id, turn in previous.items()
-        }
-        return [
-            context_text(prefixes.get(p.turn.id), text)
-            for p, text in zip(passages, texts, strict=True)
-        ]
-
     def embedding_variants(self) -> list[str]:
         """The vector kinds the configured rankers use: "" (the passage) and the context."""
-        scorers = self.config.rank.scorers
-        variants = []
-        if self.config.retrieval.dense or "bi_encoder" in scorers:
-            variants.append("")
-        if "context" in scorers:
-            variants.append(CONTEXT_SUFFIX)
-        return variants
+        return self.embeddings.variants()
 
     async def embedding_backlog(self) -> int | None:
         """Stored turns still to embed, summed over the vector kinds in use (None: no
         bi-encoder is configured or it cannot be loaded)."""
-        variants = self.embedding_variants()
-        if not variants:
+        if not self.embeddings.variants():
             return None
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
         if bi_encoder is None:
             return None
-        total = 0
-        for variant in variants:
-            total += await self.store.count_turns_without_embeddings(bi_encoder.model_id + variant)
-        return total
+        return await self.embeddings.backlog(bi_encoder)
 
     async def embed_backlog(
-        self, batch: int = EMBED_BATCH, progress: Callable[[int], None] | None = None
+        self, batch: int = 256, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Embed stored turns that have no cached vector yet; returns how many passages were
-        embedded. Runs off the write path: `remember` never waits for it. `progress` is told
-        how many turns each batch covered."""
-        variants = self.embedding_variants()
-        if not variants:
+        """Store the vectors recalls embedded and embed stored turns that have no vector yet;
+        returns how many passages were stored. Runs off the write path: `remember` and
+        `recall` never wait for it. `progress` is told how many turns each batch covered."""
+        if not self.embeddings.variants():
             return 0
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
         if bi_encoder is None:
             return 0
-        done = 0
-        for variant in variants:
-            while turns := await self.store.turns_without_embeddings(
-                bi_encoder.model_id + variant, batch
-            ):
-                passages = self._passages(turns)
-                texts: Sequence[str] = [ranking_text(p) for p in passages]
-                if variant == CONTEXT_SUFFIX:
-                    texts = await self._context_texts(passages, texts)
-                await self._vectors_for(passages, texts, bi_encoder, variant)
-                done += len(passages)
-                if progress is not None:
-                    progress(len(turns))
-        return done
+        return await self.embeddings.embed_backlog(bi_encoder, batch, progress)
 
 
-def _unknown(rows: int, dimension: int) -> np.ndarray:
-    """A vector matrix whose rows are all unknown (NaN) until filled."""
-    return np.full((rows, dimension), np.nan, dtype=np.float32)
+def _loading_warning(loading: set[str], rankers: list[str]) -> str:
+    how = (
+        "ranked lexically this time"
+        if set(rankers) <= MODEL_FREE
+        else "ranked with the models already loaded this time"
+    )
+    return f"models are still loading ({', '.join(sorted(loading))}): {how}"
 
 
-def _sources(channels: dict[str, Any], index: int) -> tuple[str, ...]:
-    """The retrieval channels in which a passage scored above zero."""
-    return tuple(name for name in sorted(channels) if channels[name][index] > 0)
+def _embedded_query(query: str, corpus: Corpus) -> str:
+    return dense_query(query, corpus.speakers())
+
+
+def _by_passage(by_turn: dict[int, float], passages: Sequence[Passage]) -> list[float]:
+    return [by_turn.get(p.turn.id, 0.0) for p in passages]
 
 
 def _bind(fn: Any, query: str, texts: list[str]) -> ScoreJob:

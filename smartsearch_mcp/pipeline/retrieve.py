@@ -15,10 +15,17 @@ from typing import overload
 
 import numpy as np
 
+from smartsearch_mcp.config import RetrievalConfig
 from smartsearch_mcp.dates import DateRange, comparable
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
-from smartsearch_mcp.pipeline.lexical import CorpusStats, compile_terms, select_prf_terms
-from smartsearch_mcp.types import Passage
+from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
+from smartsearch_mcp.pipeline.lexical import (
+    CorpusStats,
+    compile_terms,
+    select_prf_terms,
+    term_pattern,
+)
+from smartsearch_mcp.types import Candidate, Passage
 
 # Minimum share of an idf-scaled term weight: a term in every turn (a speaker's name in a
 # two-person chat) still counts a little.
@@ -159,15 +166,21 @@ def _names_pattern(speakers: frozenset[str]) -> re.Pattern[str] | None:
 
 
 def idf_weighted(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[WeightedTerm]:
-    """Scale each term's weight by how rare it is among `lowered` texts (substring document
-    frequency), so a word in every turn cannot outweigh the one that finds the answer."""
+    """Scale each term's weight by how rare it is among `lowered` texts (in how many of them
+    it matches), so a word in every turn cannot outweigh the one that finds the answer."""
     return idf_from_counts(terms, term_document_counts(terms, lowered), len(lowered))
 
 
 def term_document_counts(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[int]:
-    """For each term, how many of the `lowered` texts contain it as a substring (counts of
-    several batches of texts add up)."""
-    return [sum(1 for text in lowered if term.term in text) for term in terms]
+    """For each term, how many of the `lowered` texts it matches the way grep matches it
+    (whole words and their inflections, see `lexical.term_pattern`: "art" is not counted in
+    "party"). Counts of several batches of texts add up."""
+    counts = []
+    for term in terms:
+        literal, source = term_pattern(term)
+        search = re.compile(source).search
+        counts.append(sum(1 for text in lowered if literal in text and search(text)))
+    return counts
 
 
 def idf_from_counts(
@@ -299,12 +312,10 @@ def select_candidates(
                 seen.add(index)
     if len(chosen) >= total:
         return chosen[:total]
-    fused = np.zeros(size)
+    fused = np.asarray(reciprocal_rank_fusion(arrays, rrf_k))
     matched = np.zeros(size, dtype=bool)
-    for name in sorted(arrays):
-        values = np.nan_to_num(arrays[name], nan=-np.inf)
-        fused += 1.0 / (rrf_k + _competition_ranks(values))
-        matched |= values > 0
+    for values in arrays.values():
+        matched |= np.nan_to_num(values, nan=-np.inf) > 0
     order = np.lexsort((np.arange(size), -fused))
     for index in order[matched[order]]:
         if len(chosen) >= total:
@@ -315,34 +326,97 @@ def select_candidates(
     return chosen
 
 
-def _competition_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, highest first, ties sharing the best rank of their tie."""
-    size = len(values)
-    order = np.lexsort((np.arange(size), -values))
-    ordered = values[order]
-    first = np.empty(size, dtype=bool)
-    first[:1] = True
-    first[1:] = ordered[1:] != ordered[:-1]
-    positions = np.arange(1, size + 1)
-    best = np.maximum.accumulate(np.where(first, positions, 0))
-    ranks = np.empty(size, dtype=np.int64)
-    ranks[order] = best
-    return ranks
+@dataclass
+class Candidates:
+    """Stage 2's result, read by expansion and ranking: the passages retrieval looked at
+    (`corpus`), each one's score in every retrieval channel, and the chosen candidates."""
+
+    corpus: Corpus
+    scores: list[float]  # final lexical score of each corpus passage
+    bm25: list[float]  # BM25 of each passage's turn ([] when BM25 is not used)
+    said: list[float]  # 1.0 if said by someone the question names (`said_by_named`)
+    channels: dict[str, Sequence[float] | np.ndarray]  # channel -> score of each passage
+    chosen: list[int]  # the candidates (corpus indices), in selection order
+    spare: list[int]  # the rest of the selection, for the places expansion leaves unused
+    query_vector: np.ndarray | None = None
+    embedded_query: str = ""  # what the bi-encoder embedded (see `dense_query`)
+
+    def take(self) -> list[Candidate]:
+        """The chosen passages as candidates, with their lexical score and the channels in
+        which they scored above zero."""
+        names = sorted(self.channels)
+        return [
+            Candidate(
+                passage=self.corpus.passages[i],
+                lexical_score=float(self.scores[i]),
+                sources=tuple(name for name in names if self.channels[name][i] > 0),
+            )
+            for i in self.chosen
+        ]
 
 
-def dense_top(
-    query_vector: np.ndarray, vectors: np.ndarray, n: int, exclude: set[int]
-) -> list[tuple[int, float]]:
-    """The `n` rows most similar to the query (cosine of unit vectors), skipping `exclude`."""
-    if n <= 0 or vectors.shape[0] == 0:
-        return []
-    sims = vectors @ query_vector
-    order = np.argsort(-sims, kind="stable")
-    out: list[tuple[int, float]] = []
-    for index in order:
-        if int(index) in exclude:
-            continue
-        out.append((int(index), float(sims[index])))
-        if len(out) >= n:
-            break
-    return out
+def score_lexically(
+    analysis: QueryAnalysis, corpus: Corpus, said: Sequence[float], retrieval: RetrievalConfig
+) -> list[float]:
+    """Every passage's lexical score: idf-weighted grep, pseudo-relevance feedback, the date
+    and speaker bonuses (CPU-bound over the whole corpus: run in a worker thread)."""
+    terms = idf_weighted(analysis.terms, corpus.lowered)
+    scores = lexical_scores(terms, corpus.lowered)
+    scores, _ = add_prf(analysis, scores, corpus, retrieval.prf_docs, retrieval.prf_terms)
+    scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
+    return add_speaker_bonus(scores, said, retrieval.speaker_bonus)
+
+
+def retrieve_candidates(
+    corpus: Corpus,
+    scores: list[float],
+    bm25: list[float],
+    said: list[float],
+    retrieval: RetrievalConfig,
+    *,
+    total: int,
+    rrf_k: int,
+    query_vector: np.ndarray | None = None,
+    embedded_query: str = "",
+    selected: Sequence[int] | None = None,
+) -> Candidates:
+    """The candidate channels over `corpus` and the selection of `retrieval.max_candidates`
+    of them (`select_candidates`; `selected`: already chosen while the scope was streamed),
+    of which the first `total` are the candidates and the others `spare`. Dense channels
+    come from the corpus's vectors when there are a `query_vector` and vectors."""
+    channels: dict[str, Sequence[float] | np.ndarray] = {"lexical": scores}
+    quotas = {"lexical": retrieval.lexical_candidates}
+    if bm25:
+        channels["bm25"] = bm25
+        quotas["bm25"] = retrieval.bm25_candidates
+    if query_vector is not None and corpus.vectors is not None:
+        dense = corpus.vectors @ query_vector
+        channels["dense"] = dense
+        quotas["dense"] = retrieval.dense_candidates
+        best = dense
+        if corpus.context_vectors is not None:
+            context = corpus.context_vectors @ query_vector
+            channels["context"] = context
+            quotas["context"] = retrieval.dense_candidates
+            best = np.maximum(dense, context)
+        if retrieval.speaker_candidates > 0 and any(said):
+            channels["speaker_dense"] = np.where(np.asarray(said) > 0, best, 0.0)
+            quotas["speaker_dense"] = retrieval.speaker_candidates
+    # One selection of the full size: its first `total` are what a selection of `total`
+    # would choose (quotas, then fusion, fill in the same order); the rest take the places
+    # expansion leaves unused.
+    if selected is None:
+        ordered = select_candidates(channels, quotas, retrieval.max_candidates, rrf_k)
+    else:
+        ordered = list(selected)
+    return Candidates(
+        corpus=corpus,
+        scores=scores,
+        bm25=bm25,
+        said=said,
+        channels=channels,
+        chosen=ordered[:total],
+        spare=ordered[total:],
+        query_vector=query_vector,
+        embedded_query=embedded_query,
+    )

@@ -23,10 +23,11 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+import anyio
 import numpy as np
 
 from smartsearch_mcp.config import ExpansionConfig, RetrievalConfig
-from smartsearch_mcp.pipeline import lap
+from smartsearch_mcp.pipeline import lap, off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
 from smartsearch_mcp.pipeline.lexical import (
     CorpusStats,
@@ -89,14 +90,20 @@ class ScopeIndex:
 
     @classmethod
     async def build(
-        cls, pages: Pages, split: Split, each: Callable[[list[Passage]], None]
+        cls,
+        pages: Pages,
+        split: Split,
+        each: Callable[[list[Passage]], None],
+        limiter: anyio.CapacityLimiter | None = None,
     ) -> ScopeIndex:
-        """Read the scope once, splitting its turns; `each` sees every page's passages."""
+        """Read the scope once, splitting its turns (in worker threads); `each` sees every
+        page's passages."""
         turn_ids: list[int] = []
         starts = [0]
         spans: list[int] = []
         speakers: set[str | None] = set()
-        async for turns in pages():
+
+        def index(turns: list[Turn]) -> None:
             page: list[Passage] = []
             for turn in turns:
                 passages = split(turn)
@@ -104,9 +111,12 @@ class ScopeIndex:
                 starts.append(starts[-1] + len(passages))
                 speakers.add(turn.speaker)
                 for passage in passages:
-                    spans += (passage.start, passage.end)
+                    spans.extend((passage.start, passage.end))
                 page += passages
             each(page)
+
+        async for turns in pages():
+            await off_loop(limiter, index, turns)
         return cls(
             turn_ids=np.asarray(turn_ids, dtype=np.int64),
             starts=np.asarray(starts, dtype=np.int64),
@@ -168,6 +178,7 @@ async def scan_scope(
     rrf_k: int,
     find_mentions: FindMentions | None,
     index: ScopeIndex | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
 ) -> ScanResult:
     """Retrieve over a scope read by `pages()` (a fresh iteration per pass, turns in one
     fixed order) as the cached path does over a `Corpus` of all of it (see module doc).
@@ -176,7 +187,8 @@ async def scan_scope(
     many candidates to choose, in selection order (the caller takes the places expansion
     needs from the end). `find_mentions`: the entities to search for in the first hits'
     ranking texts (None: no expansion). `index`: the `ScopeIndex` of an earlier scan of the
-    same scope, unchanged since (else it is built; see the result).
+    same scope, unchanged since (else it is built; see the result). The work on each page
+    runs in a worker thread (at most `limiter` at once): the event loop only reads.
     """
     timings: dict[str, float] = {}
     clock = time.perf_counter()
@@ -188,10 +200,12 @@ async def scan_scope(
             counts[i] += found
 
     if index is None:
-        index = await ScopeIndex.build(pages, split, lambda page: count(lowered_texts(page)))
+        index = await ScopeIndex.build(
+            pages, split, lambda page: count(lowered_texts(page)), limiter
+        )
     else:
-        async for _, _, lowered in _read(pages, index):
-            count(lowered)
+        async for _, _, lowered in _read(pages, index, limiter):
+            await off_loop(limiter, count, lowered)
     total = index.passages
     weighted = idf_from_counts(terms, counts, total)
     clock = lap(timings, "count", clock)
@@ -209,12 +223,14 @@ async def scan_scope(
     sample: list[str] = []
     best = _Best(keep)
     kept: dict[int, tuple[Passage, str]] = {}
-    async for positions, passages, lowered in _read(pages, index):
+
+    def score(positions: list[int], passages: list[Passage], lowered: list[str]) -> None:
+        nonlocal next_sample
         scores = lexical_scores(weighted, lowered)
         main[positions] = scores
-        for g, passage, low, score in zip(positions, passages, lowered, scores, strict=True):
-            if score > 0:
-                feedback_hits.offer(score, g, passage, low)
+        for g, passage, low, value in zip(positions, passages, lowered, scores, strict=True):
+            if value > 0:
+                feedback_hits.offer(value, g, passage, low)
             while next_sample is not None and next_sample < g:
                 next_sample = next(sampled, None)
             if next_sample == g:
@@ -222,27 +238,39 @@ async def scan_scope(
         finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
         final[positions] = finished
         _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
+
+    async for positions, passages, lowered in _read(pages, index, limiter):
+        await off_loop(limiter, score, positions, passages, lowered)
     clock = lap(timings, "score", clock)
 
     feedback_terms: list[WeightedTerm] = []
     top = feedback_hits.items()
     if top:
-        stats = CorpusStats.from_sample(sample, total)
-        feedback_terms = select_prf_terms(
-            analysis, [low for _, _, low in top], stats, retrieval.prf_terms
+        stats = await off_loop(limiter, CorpusStats.from_sample, sample, total)
+        feedback_terms = await off_loop(
+            limiter,
+            select_prf_terms,
+            analysis,
+            [low for _, _, low in top],
+            stats,
+            retrieval.prf_terms,
         )
-    del sample, top
+    sample.clear()  # free it: only the scores are needed from here on
     if feedback_terms:
         best = _Best(keep)
         kept = {}
-        async for positions, passages, lowered in _read(pages, index):
+
+        def rescore(positions: list[int], passages: list[Passage], lowered: list[str]) -> None:
             extra = lexical_scores(feedback_terms, lowered)
             scores = with_feedback(main[positions].tolist(), extra)
             finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
             final[positions] = finished
             _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
+
+        async for positions, passages, lowered in _read(pages, index, limiter):
+            await off_loop(limiter, rescore, positions, passages, lowered)
         clock = lap(timings, "feedback", clock)
-    del main
+    main = np.zeros(0)
     ranked = best.items()
     for g, passage, low in ranked:
         kept[g] = (passage, low)
@@ -252,12 +280,13 @@ async def scan_scope(
     if bm25 is not None:
         channels["bm25"] = bm25
         quotas["bm25"] = retrieval.bm25_candidates
-    chosen = select_candidates(channels, quotas, total_candidates, rrf_k)
+    chosen = await off_loop(limiter, select_candidates, channels, quotas, total_candidates, rrf_k)
     clock = lap(timings, "select", clock)
 
     if expansion.enabled and find_mentions is not None:
         first = [g for g, _, _ in ranked[: expansion.first_hits]]
-        mentions = find_mentions([ranking_text(kept[g][0]) for g in first]) if first else []
+        texts = [ranking_text(kept[g][0]) for g in first]
+        mentions = await off_loop(limiter, find_mentions, texts) if first else []
         if mentions:
             # Each entity's search must see, in score order, its `per_entity` best passages
             # not taken yet: at most every candidate and every other entity's are taken.
@@ -266,11 +295,15 @@ async def scan_scope(
                 (compile_terms([WeightedTerm(m.text.lower(), 1.0, "entity")]), _Best(size))
                 for m in mentions
             ]
-            async for positions, passages, lowered in _read(pages, index):
+
+            def search(positions: list[int], passages: list[Passage], lowered: list[str]) -> None:
                 for g, passage, low in zip(positions, passages, lowered, strict=True):
                     for matcher, found in named:
                         if matcher.score(low) > 0:
                             found.offer(float(final[g]), g, passage, low)
+
+            async for positions, passages, lowered in _read(pages, index, limiter):
+                await off_loop(limiter, search, positions, passages, lowered)
             lap(timings, "expand", clock)
             for _, found in named:
                 for g, passage, low in found.items():
@@ -298,15 +331,24 @@ async def scan_scope(
 
 
 async def _read(
-    pages: Pages, index: ScopeIndex
+    pages: Pages, index: ScopeIndex, limiter: anyio.CapacityLimiter | None = None
 ) -> AsyncIterator[tuple[list[int], list[Passage], list[str]]]:
     """Each page of the scope as the positions, passages and lowered ranking texts of the
-    passages `index` knows."""
+    passages `index` knows (placed in a worker thread)."""
     async for turns in pages():
-        placed = index.place(turns)
-        if placed:
-            passages = [p for _, p in placed]
-            yield [g for g, _ in placed], passages, lowered_texts(passages)
+        placed = await off_loop(limiter, _placed, index, turns)
+        if placed is not None:
+            yield placed
+
+
+def _placed(
+    index: ScopeIndex, turns: Sequence[Turn]
+) -> tuple[list[int], list[Passage], list[str]] | None:
+    placed = index.place(turns)
+    if not placed:
+        return None
+    passages = [p for _, p in placed]
+    return [g for g, _ in placed], passages, lowered_texts(passages)
 
 
 def _finish(

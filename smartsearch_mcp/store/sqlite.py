@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 import aiosqlite
 import anyio
+import anyio.to_thread
 
 from smartsearch_mcp.dates import normalize_timestamp
 from smartsearch_mcp.store import files
@@ -88,6 +89,7 @@ _Phase = tuple[str, str, str, Callable[[Turn], list[Any]]]
 FTS_OVERFETCH = 4
 # Rows a read hands over from SQLite's thread at a time (aiosqlite's default is 64).
 FETCH_CHUNK = 512
+FETCH_ROWS = 10_000  # rows read at a time, converted to turns off the event loop
 # `scope_size`: exact up to this many turns, else sampled at SIZE_PROBES places.
 SIZE_EXACT_TURNS = 20_000
 SIZE_PROBES = 64
@@ -223,7 +225,9 @@ class SQLiteStore:
         """
         namespace = check_name("namespace", namespace)
         given_session = check_name("session_id", session_id) if session_id else None
-        prepared = self.check_turns(turns)
+        # Validating, normalizing and hashing up to max_turns_per_call turns is CPU work the
+        # event loop (shared by every client of a server) must not wait on.
+        prepared = await anyio.to_thread.run_sync(self.check_turns, turns)
         digest = _call_digest(namespace, given_session, prepared)
         created_at = _now()
         async with self._write_transaction() as db:
@@ -764,12 +768,15 @@ class SQLiteStore:
                 [(model, t, s, v, t) for t, s, v in items],
             )
 
-    async def turns_without_embeddings(self, model: str, limit: int) -> list[Turn]:
-        """Turns with no cached vector for `model` (oldest first): the embedding backlog."""
+    async def turns_without_embeddings(
+        self, model: str, limit: int, after_id: int = 0
+    ) -> list[Turn]:
+        """Turns with no cached vector for `model` (oldest first, ids above `after_id`): the
+        embedding backlog."""
         return await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns t WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-            "WHERE e.model = ? AND e.turn_id = t.id) ORDER BY t.id LIMIT ?",
-            (model, limit),
+            f"SELECT {_TURN_COLUMNS} FROM turns t WHERE t.id > ? AND NOT EXISTS (SELECT 1 "
+            "FROM embeddings e WHERE e.model = ? AND e.turn_id = t.id) ORDER BY t.id LIMIT ?",
+            (after_id, model, limit),
         )
 
     async def count_turns_without_embeddings(self, model: str) -> int:
@@ -940,10 +947,17 @@ class SQLiteStore:
                 last = turns[-1]
 
     async def _fetch_turns(self, sql_text: str, params: Sequence[Any]) -> list[Turn]:
+        """The turns a query selects. Rows become `Turn`s in a worker thread, a chunk at a
+        time: for a whole scope that is seconds of CPU the event loop must not wait on."""
         shared = _SharedValues()
+        turns: list[Turn] = []
         async with self._reader.execute(sql_text, params) as cursor:
-            cursor.iter_chunk_size = FETCH_CHUNK
-            return [_row_to_turn(row, shared) async for row in cursor]
+            while rows := list(await cursor.fetchmany(FETCH_ROWS)):
+                if len(rows) < FETCH_CHUNK:
+                    turns.extend(_row_to_turn(row, shared) for row in rows)
+                else:
+                    turns += await anyio.to_thread.run_sync(_rows_to_turns, rows, shared)
+        return turns
 
 
 # ---------------------------------------------------------------------- module helpers
@@ -1020,6 +1034,10 @@ class _SharedValues:
                 values.clear()
             values[value] = found = value
         return found
+
+
+def _rows_to_turns(rows: list[Any], same: _SharedValues) -> list[Turn]:
+    return [_row_to_turn(row, same) for row in rows]
 
 
 def _row_to_turn(row: Sequence[Any], same: _SharedValues) -> Turn:

@@ -1,4 +1,4 @@
-"""Reciprocal-rank fusion and min-max normalization."""
+"""Reciprocal-rank fusion."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from smartsearch_mcp.pipeline.fusion import (
     competition_ranks,
-    min_max_normalize,
     reciprocal_rank_fusion,
 )
 
@@ -91,35 +90,3 @@ def test_rrf_is_deterministic_and_independent_of_ranker_order(
     assert fused == reciprocal_rank_fusion(scores)
     assert fused == reciprocal_rank_fusion(reversed_scores)
     assert all(0 < value <= len(scores) / 61 for value in fused)
-
-
-def test_min_max_normalize_scales_to_unit_range() -> None:
-    assert min_max_normalize([2.0, 4.0, 3.0]) == [0.0, 1.0, 0.5]
-
-
-def test_min_max_normalize_maps_constant_input_to_zero() -> None:
-    assert min_max_normalize([7.0, 7.0]) == [0.0, 0.0]
-    assert min_max_normalize([]) == []
-
-
-def test_min_max_normalize_handles_non_finite_values() -> None:
-    assert min_max_normalize([math.nan, 1.0, math.inf, -math.inf, 3.0]) == [
-        0.0,
-        0.0,
-        1.0,
-        0.0,
-        1.0,
-    ]
-    assert min_max_normalize([math.nan, math.inf]) == [0.0, 1.0]
-
-
-@given(st.lists(st.floats(allow_nan=True, allow_infinity=True)))
-def test_min_max_normalize_stays_in_unit_range_and_keeps_order(values: list[float]) -> None:
-    normalized = min_max_normalize(values)
-    assert len(normalized) == len(values)
-    assert all(0.0 <= v <= 1.0 for v in normalized)
-    finite = [(v, n) for v, n in zip(values, normalized, strict=True) if math.isfinite(v)]
-    for a, na in finite:
-        for b, nb in finite:
-            if a < b:
-                assert na <= nb

@@ -21,10 +21,7 @@ from smartsearch_mcp.pipeline.lexical import (
     EntityMention,
     anchor_sentences,
     compile_terms,
-    discover_entities,
     find_entity_mentions,
-    grep_score,
-    matched_terms,
     select_prf_terms,
     term_pattern,
 )
@@ -50,20 +47,27 @@ def entity(term: str, weight: float = 3.0) -> WeightedTerm:
     return WeightedTerm(term, weight, "entity")
 
 
+def surface_forms(
+    analysis: QueryAnalysis, hits: list[str], nlp: Any, max_entities: int
+) -> list[str]:
+    """The entities `find_entity_mentions` discovers, best first."""
+    return [m.text for m in find_entity_mentions(analysis, hits, nlp, max_entities)]
+
+
 def score(terms: list[WeightedTerm], text: str) -> float:
-    return grep_score(compile_terms(terms), text)
+    return compile_terms(terms).score(text)
 
 
-# --- grep_score ---------------------------------------------------------------------------------
+# --- TermMatcher.score -----------------------------------------------------------------------
 
 
-def test_grep_score_sums_the_weights_of_distinct_matched_terms() -> None:
+def test_matching_sums_the_weights_of_distinct_matched_terms() -> None:
     terms = [entity("caroline"), word("support", 1.25), word("group", 1.25)]
     assert score(terms, "Caroline went to her support group.") == 5.5
     assert score(terms, "Melanie went home.") == 0.0
 
 
-def test_grep_score_is_case_insensitive_and_respects_word_boundaries() -> None:
+def test_matching_is_case_insensitive_and_respects_word_boundaries() -> None:
     terms = [entity("caroline")]
     assert score(terms, "CAROLINE said hi") == 3.0
     assert score(terms, "that is Caroline's") == 3.0
@@ -132,12 +136,12 @@ def test_compile_terms_takes_an_analysis() -> None:
     analysis = analyze_query("What did Melanie paint?", None, REFERENCE)
     matcher = compile_terms(analysis)
     assert matcher.terms == analysis.terms
-    assert grep_score(matcher, "Melanie painted a sunset") == 3.0 + 1.25
+    assert matcher.score("Melanie painted a sunset") == 3.0 + 1.25
 
 
-def test_matched_terms_lists_the_terms_found() -> None:
+def test_matched_lists_the_terms_found() -> None:
     terms = [entity("caroline"), word("support"), word("group")]
-    assert matched_terms(compile_terms(terms), "the support of Caroline") == terms[:2]
+    assert compile_terms(terms).matched("the support of Caroline") == terms[:2]
 
 
 def test_term_pattern_puts_the_literal_first() -> None:
@@ -161,7 +165,7 @@ ORACLE_WORDS = ["cat", "dog", "paris", "anna", "x1", "7", "ca"]
         max_size=30,
     ).map(" ".join),
 )
-def test_grep_score_agrees_with_a_word_counting_oracle(words: list[str], text: str) -> None:
+def test_matching_agrees_with_a_word_counting_oracle(words: list[str], text: str) -> None:
     terms = [WeightedTerm(w, 1.0 + i, "prf") for i, w in enumerate(words)]
     tokens = re.findall(r"\w+", text.lower())
     expected = 0.0
@@ -169,7 +173,7 @@ def test_grep_score_agrees_with_a_word_counting_oracle(words: list[str], text: s
         count = min(tokens.count(term.term), REPEAT_CAP)
         if count:
             expected += term.weight * (1 + REPEAT_BONUS * math.log(count))
-    assert grep_score(compile_terms(terms), text) == pytest.approx(expected)
+    assert compile_terms(terms).score(text) == pytest.approx(expected)
 
 
 HOSTILE = st.sampled_from(
@@ -185,14 +189,13 @@ ANY_TEXT = st.one_of(
 
 def check_matcher(analysis: QueryAnalysis, text: str) -> None:
     matcher = compile_terms(analysis)
-    value = grep_score(matcher, text)
+    value = matcher.score(text)
     ceiling = sum(t.weight for t in analysis.terms) * (1 + REPEAT_BONUS * math.log(REPEAT_CAP))
     assert value <= ceiling + 1e-9
-    matched = matched_terms(matcher, text)
+    matched = matcher.matched(text)
     # each group of terms found adds at least its weight; nothing found scores exactly 0
     assert value >= min(t.weight for t in matched) - 1e-9 if matched else value == 0.0
-    found_in_query = matched_terms(matcher, analysis.query)
-    assert (grep_score(matcher, analysis.query) > 0) == bool(found_in_query)
+    assert (matcher.score(analysis.query) > 0) == bool(matcher.matched(analysis.query))
 
 
 @given(ANY_TEXT, ANY_TEXT)
@@ -210,10 +213,10 @@ def test_any_query_and_text_are_safe_to_grep_with_spacy(nlp: Any, query: str, te
 def test_any_term_text_compiles_and_scores(terms: list[str], text: str) -> None:
     weighted = [WeightedTerm(t, 1.0, "word", inflect=i % 2 == 0) for i, t in enumerate(terms)]
     matcher = compile_terms(weighted)
-    assert (grep_score(matcher, text) >= 1.0) == bool(matched_terms(matcher, text))
+    assert (matcher.score(text) >= 1.0) == bool(matcher.matched(text))
     for term in weighted:  # a plain word is found in its own text
         if term.term.isascii() and term.term.isalnum():
-            assert grep_score(compile_terms([term]), term.term) == 1.0
+            assert compile_terms([term]).score(term.term) == 1.0
 
 
 # --- pseudo-relevance feedback ------------------------------------------------------------------
@@ -299,7 +302,7 @@ def test_discovery_ranks_co_occurring_entities_by_hit_count() -> None:
         EntityMention("Paris", "NAME", (0,)),
         EntityMention("Denver", "NAME", (3,)),
     ]
-    assert discover_entities(analysis, HITS, None, 2) == ["Jon", "Paris"]
+    assert surface_forms(analysis, HITS, None, 2) == ["Jon", "Paris"]
 
 
 def test_discovery_finds_nothing_and_runs_no_ner_when_the_query_names_no_entity() -> None:
@@ -309,7 +312,7 @@ def test_discovery_finds_nothing_and_runs_no_ner_when_the_query_names_no_entity(
 
     analysis = analyze_query("who likes cats?", None, REFERENCE)
     assert not analysis.entities
-    assert discover_entities(analysis, HITS, None, 10) == []
+    assert surface_forms(analysis, HITS, None, 10) == []
     assert find_entity_mentions(analysis, HITS, FailingNlp(), 10) == []
 
 
@@ -322,10 +325,10 @@ def test_a_long_hit_is_read_for_entities_only_where_it_names_the_query_entity() 
     analysis = analyze_query("Where did Caroline travel?", None, REFERENCE)
     anchors = compile_terms([WeightedTerm("caroline", 1.0, "entity")])
     assert anchor_sentences(hit, anchors) == "Later Caroline flew to Lisbon with Bo."
-    assert discover_entities(analysis, [hit], None, 10) == ["Lisbon", "Bo"]
+    assert surface_forms(analysis, [hit], None, 10) == ["Lisbon", "Bo"]
     short = "Caroline flew to Lisbon. Marta came by."  # read whole
     assert anchor_sentences(short, anchors) == short
-    assert discover_entities(analysis, [short], None, 10) == ["Lisbon", "Marta"]
+    assert surface_forms(analysis, [short], None, 10) == ["Lisbon", "Marta"]
 
 
 def test_a_long_hit_naming_the_entity_across_sentences_is_read_whole() -> None:
@@ -337,19 +340,19 @@ def test_a_long_hit_naming_the_entity_across_sentences_is_read_whole() -> None:
 
 def test_discovery_skips_entities_already_in_the_query() -> None:
     analysis = analyze_query("Did Caroline meet Jon in Paris?", None, REFERENCE)
-    assert discover_entities(analysis, HITS, None, 10) == ["Denver"]
+    assert surface_forms(analysis, HITS, None, 10) == ["Denver"]
 
 
 def test_discovery_skips_longer_and_shorter_forms_of_query_entities() -> None:
     analysis = analyze_query("Where does Caroline work?", None, REFERENCE)
     hits = ["Caroline Smith works at Acme with Caroline."]
-    assert discover_entities(analysis, hits, None, 5) == ["Acme"]
+    assert surface_forms(analysis, hits, None, 5) == ["Acme"]
 
 
 def test_discovery_returns_nothing_for_no_hits_or_no_room() -> None:
     analysis = analyze_query("Where did Caroline go?", None, REFERENCE)
-    assert discover_entities(analysis, [], None, 5) == []
-    assert discover_entities(analysis, HITS, None, 0) == []
+    assert surface_forms(analysis, [], None, 5) == []
+    assert surface_forms(analysis, HITS, None, 0) == []
 
 
 def test_discovery_with_spacy_finds_named_entities(nlp: Any) -> None:

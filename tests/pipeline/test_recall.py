@@ -321,7 +321,10 @@ async def test_dense_retrieval_adds_candidates_no_term_matches_and_caches_vector
     found = {c.passage.text: c.sources for c in ranking.candidates}
     if dense:
         assert found["We hiked the Alps last summer."] == ("dense",)  # found by dense alone
-        assert await store.turns_without_embeddings(embedder.model_id, 10) == []  # cached
+        # Recall writes nothing; the background embedding stores the vectors it computed.
+        assert len(await store.turns_without_embeddings(embedder.model_id, 10)) == 5
+        await pipeline.embed_backlog()
+        assert await store.turns_without_embeddings(embedder.model_id, 10) == []
     else:
         assert "We hiked the Alps last summer." not in found  # no term brings it
 
@@ -437,7 +440,9 @@ async def test_the_context_ranker_reads_a_reply_with_the_turn_it_answers(store):
     by_text = {s.candidate.passage.text: s.ranker_scores["context"] for s in ranking.scored}
     # Only the speaker matches in the reply itself; its context (the question) matches more.
     assert by_text["The violin, since I was six."] > by_text["I like tea."]
-    assert await pipeline.embed_backlog() == 0  # recall already cached every vector
+    # Recall kept the three vectors it computed; the background stores them, embedding none.
+    assert await pipeline.embed_backlog() == 3
+    assert await pipeline.embedding_backlog() == 0
 
 
 async def test_the_speaker_ranker_puts_what_a_named_person_said_first(store):
@@ -480,7 +485,7 @@ async def test_the_speaker_prior_alone_never_orders_passages(store):
 async def test_indexed_mode_leaves_words_common_in_a_large_memory_out_of_the_index_query(
     store, monkeypatch
 ):
-    import smartsearch_mcp.pipeline.recall as recall_module
+    import smartsearch_mcp.pipeline.corpus as corpus_module
 
     await store.remember("ns", "s1", [TurnInput(f"the garden plot number {i}") for i in range(60)])
     await store.remember("ns", "s2", [TurnInput("a zebra crossed the garden")])
@@ -492,7 +497,7 @@ async def test_indexed_mode_leaves_words_common_in_a_large_memory_out_of_the_ind
     pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
     everything = await pipeline.rank("garden zebra", SCOPE)
     assert len(everything.candidates) == 61
-    monkeypatch.setattr(recall_module, "PRUNE_FROM_TURNS", 10)
+    monkeypatch.setattr(corpus_module, "PRUNE_FROM_TURNS", 10)
     pruned = await pipeline.rank("garden zebra", SCOPE)
     assert [c.passage.turn.text for c in pruned.candidates] == ["a zebra crossed the garden"]
     # A query of common words only keeps its rarest ones.
@@ -562,6 +567,8 @@ async def test_a_backlog_that_fits_the_budget_is_embedded_by_the_recall(store):
     result = await pipeline.recall("Where did Bo go hiking?", SCOPE, 1500)
     assert embedder.embedded == 2 * 6  # six passages, plain and with context
     assert result.warnings == []
+    await pipeline.embed_backlog()  # the background stores them, embedding nothing again
+    assert embedder.embedded == 2 * 6
     assert await pipeline.embedding_backlog() == 0
 
 
@@ -576,6 +583,7 @@ async def test_partial_vectors_rank_like_complete_ones_after_the_backlog_is_gone
     )
     first = RecallPipeline(store, unlimited, FakeRegistry({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
     expected = await first.rank(query, SCOPE)
+    await first.embed_backlog()  # the background stores what the recall embedded
     starved = _config(
         rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 0},
         retrieval={"dense": True},

@@ -9,14 +9,16 @@ from factories import make_passage
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.pipeline.analyze import analyze_query
+from smartsearch_mcp.pipeline.analyze import WeightedTerm, analyze_query
 from smartsearch_mcp.pipeline.retrieve import (
     ROLE_NAMES,
     Corpus,
     dense_query,
+    idf_weighted,
     ranking_text,
     said_by_named,
     select_candidates,
+    term_document_counts,
     top_indices,
 )
 from smartsearch_mcp.types import Passage
@@ -167,3 +169,21 @@ def test_a_corpus_makes_ranking_texts_on_demand_and_matches_their_lowered_form()
     assert list(corpus.texts) == ["Ann: Text 0", "Text 1", "Bo: Text 2"]
     assert corpus.texts[1:] == [ranking_text(p) for p in passages[1:]]
     assert corpus.lowered == [t.lower() for t in corpus.texts]
+
+
+def test_idf_counts_the_texts_a_term_matches_as_a_word_not_as_a_substring() -> None:
+    """ "art" is a word in one text and a substring of four others (party, start, smart,
+    heart): it is as rare as "paints", a word of one text, and weighs the same."""
+    texts = [
+        "she paints and loves art",
+        "a party at the start",
+        "a smart move",
+        "my heart says yes",
+        "an article about cars",
+        "nothing here",
+    ]
+    art = WeightedTerm("art", 1.0, "word")
+    paints = WeightedTerm("paints", 1.0, "word")
+    weighted = idf_weighted([art, paints], texts)
+    assert weighted[0].weight == weighted[1].weight
+    assert term_document_counts([art, paints], texts) == [1, 1]

@@ -13,8 +13,9 @@ import pytest
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.importers.locomo import load_locomo
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
+from smartsearch_mcp.pipeline.corpus import StreamedScope
 from smartsearch_mcp.pipeline.passages import split_into_passages
-from smartsearch_mcp.pipeline.recall import Ranking, RecallPipeline, StreamedScope
+from smartsearch_mcp.pipeline.recall import Ranking, RecallPipeline
 from smartsearch_mcp.pipeline.scan import Pages, ScanResult, scan_scope
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.types import ConfigError, Passage, Scope, Turn, TurnInput
@@ -94,8 +95,8 @@ def _summary(ranking: Ranking) -> tuple[Any, ...]:
 async def test_a_streamed_scope_retrieves_exactly_what_the_cached_scope_does(store, retrieval):
     cached = RecallPipeline(store, _config(10_000, **retrieval), NoModels())  # type: ignore[arg-type]
     streamed = RecallPipeline(store, _config(0, **retrieval), NoModels())  # type: ignore[arg-type]
-    assert not isinstance(await cached._scope_corpus(SCOPE), StreamedScope)
-    assert isinstance(await streamed._scope_corpus(SCOPE), StreamedScope)
+    assert not isinstance(await cached.corpora.scope_corpus(SCOPE), StreamedScope)
+    assert isinstance(await streamed.corpora.scope_corpus(SCOPE), StreamedScope)
     hops = 0
     for question in _questions():
         expected = await cached.rank(question, SCOPE)
@@ -162,15 +163,15 @@ def _split(turn: Turn) -> list[Passage]:
 
 
 async def test_cached_scopes_together_stay_within_the_cache_budget(store, monkeypatch):
-    import smartsearch_mcp.pipeline.recall as recall_module
+    import smartsearch_mcp.pipeline.corpus as corpus_module
 
     await store.remember("other", "s", [TurnInput("Gina opened a store.")])
-    monkeypatch.setattr(recall_module, "estimated_corpus_mb", lambda turns, chars: 0.6)
+    monkeypatch.setattr(corpus_module, "estimated_corpus_mb", lambda turns, chars: 0.6)
     pipeline = RecallPipeline(store, _config(1), NoModels())  # type: ignore[arg-type]
-    first = await pipeline._scope_corpus(SCOPE)
-    assert await pipeline._scope_corpus(SCOPE) is first  # cached
-    await pipeline._scope_corpus(Scope(("other",)))  # 0.6 + 0.6 MB > 1 MB: SCOPE goes
-    again = await pipeline._scope_corpus(SCOPE)
+    first = await pipeline.corpora.scope_corpus(SCOPE)
+    assert await pipeline.corpora.scope_corpus(SCOPE) is first  # cached
+    await pipeline.corpora.scope_corpus(Scope(("other",)))  # 0.6 + 0.6 MB > 1 MB: SCOPE goes
+    again = await pipeline.corpora.scope_corpus(SCOPE)
     assert again is not first and not isinstance(again, StreamedScope)
 
 

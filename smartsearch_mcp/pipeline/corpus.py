@@ -1,0 +1,555 @@
+"""The scope's passages, vectors and caches that the recall stages read.
+
+`ScopeCorpora` gives a recall the passages of its scope: cached per scope while they fit
+`retrieval.scope_cache_mb` (a `Corpus`), else a plan to stream them (`StreamedScope`), or in
+indexed mode the turns the full-text index found. `Embeddings` fills a corpus's vectors from
+the store and, within a recall's `EmbedBudget`, from the bi-encoder; it never writes during a
+recall: what a recall embedded is kept in memory and stored by the background embedding.
+
+Threads: CPU-bound work (splitting turns, building a corpus, decoding vectors) runs in worker
+threads; the caches shared between concurrent recalls are either only changed on the event
+loop (the scope cache, pending vectors) or guarded by a lock (the passage cache).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import numpy as np
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.pipeline import off_loop
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis
+from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
+from smartsearch_mcp.pipeline.retrieve import (
+    QUERY_STATS_SAMPLE,
+    Corpus,
+    context_text,
+    estimated_corpus_mb,
+    ranking_text,
+)
+from smartsearch_mcp.pipeline.scan import ScopeIndex
+from smartsearch_mcp.store import MemoryStore
+from smartsearch_mcp.store.queries import fts_quote
+from smartsearch_mcp.store.sqlite import CONTEXT_SUFFIX
+from smartsearch_mcp.types import Passage, Scope, Turn
+
+log = logging.getLogger(__name__)
+
+EMBED_BATCH = 256
+CACHED_SCOPES = 8
+PASSAGE_CACHE_TURNS = 500_000
+# Vectors a recall embedded itself, kept until the background embedding stores them.
+PENDING_VECTORS = 100_000
+# Indexed mode, memories of at least PRUNE_FROM_TURNS turns: query terms found in more than
+# COMMON_TERM_SHARE of the turns are left out of the index query while rarer ones remain.
+PRUNE_FROM_TURNS = 50_000
+COMMON_TERM_SHARE = 0.02
+
+
+@dataclass
+class EmbedBudget:
+    """How many passages without a cached vector one recall may still embed itself.
+
+    A whole scope's missing vectors are embedded only if they all fit (`partial=False`);
+    otherwise the budget is kept for the candidates (`partial=True`). Passages left out are
+    scored without dense signals and reported, never waited for.
+    """
+
+    remaining: int
+    skipped: set[tuple[int, int]] = field(default_factory=set)
+
+    def allow(self, wanted: int, *, partial: bool) -> int:
+        granted = wanted if wanted <= self.remaining else (self.remaining if partial else 0)
+        self.remaining -= granted
+        return granted
+
+    def warning(self) -> str | None:
+        if not self.skipped:
+            return None
+        return (
+            f"{len(self.skipped)} passage(s) are not embedded yet, so dense ranking left them "
+            "out (lexical ranking still covers them); the server embeds new turns in the "
+            "background, `smartsearch-mcp embed` does it now"
+        )
+
+
+@dataclass
+class CachedScope:
+    """A scope's corpus (or streaming plan) as read at `version`, with the scope's
+    fingerprint then (see `MemoryStore.scope_fingerprint`) and its estimated size."""
+
+    version: int
+    fingerprint: tuple[int, int]
+    source: Corpus | StreamedScope
+    size_mb: float
+
+
+@dataclass
+class StreamedScope:
+    """A scope read from the store on each query instead of cached (see `scan`)."""
+
+    through_id: int  # its last turn when the plan was made: later turns wait for a new plan
+    turns: int
+    index: ScopeIndex | None = None  # where its passages are, after the first scan
+
+
+class PassageCache:
+    """The passages of turns, split once: turn texts never change, so what is derived from
+    one is kept across queries (and across corpora, which the indexed mode builds per query),
+    least recently used evicted first. Safe to use from several threads at once."""
+
+    def __init__(self, max_words: int, overlap_words: int, capacity: int = PASSAGE_CACHE_TURNS):
+        self.max_words = max_words
+        self.overlap_words = overlap_words
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._cache: OrderedDict[tuple[int, str], list[Passage]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def split(self, turns: Sequence[Turn]) -> list[Passage]:
+        """The passages of `turns`, in order (CPU-bound: call from a worker thread)."""
+        out: list[Passage] = []
+        cache = self._cache
+        with self._lock:
+            for turn in turns:
+                if not may_split(turn.text, self.max_words):  # one passage, found cheaply
+                    out.extend(split_into_passages(turn, self.max_words, self.overlap_words))
+                    continue
+                key = (turn.id, turn.text)  # an id freed by `forget` may come back
+                passages = cache.get(key)
+                if passages is None:
+                    passages = split_into_passages(turn, self.max_words, self.overlap_words)
+                    cache[key] = passages
+                    if len(cache) > self.capacity:
+                        cache.popitem(last=False)
+                else:
+                    cache.move_to_end(key)
+                out.extend(passages)
+        return out
+
+    def build(self, turns: Sequence[Turn]) -> Corpus:
+        """A corpus of the passages of `turns` (CPU-bound: call from a worker thread)."""
+        return Corpus.build(self.split(turns))
+
+
+class ScopeCorpora:
+    """The corpus each scope's recall reads, cached per scope (see module doc)."""
+
+    def __init__(self, store: MemoryStore, config: Config, limiter: anyio.CapacityLimiter) -> None:
+        self.store = store
+        self.config = config
+        self.limiter = limiter
+        cfg = config.passages
+        self.passages = PassageCache(cfg.max_words, cfg.overlap_words)
+        # scope key -> its corpus or streaming plan, least recently used first; only ever
+        # touched on the event loop
+        self._corpora: OrderedDict[tuple[Any, ...], CachedScope] = OrderedDict()
+
+    def invalidate(self) -> None:
+        """Forget cached corpora (after this process wrote or deleted turns)."""
+        self._corpora.clear()
+
+    async def build(self, turns: Sequence[Turn]) -> Corpus:
+        return await off_loop(self.limiter, self.passages.build, turns)
+
+    async def scope_corpus(self, scope: Scope) -> Corpus | StreamedScope:
+        """The scope's passages, cached until a turn enters or leaves the scope — or, for a
+        scope larger than `retrieval.scope_cache_mb`, the plan to stream it (also cached).
+        The cached scopes together stay within `scope_cache_mb`: the least recently used go
+        first.
+
+        A commit anywhere (`data_version`) makes the cache check the scope's fingerprint:
+        the background embedding, other namespaces and other processes commit often, and
+        reading a large scope again takes seconds.
+        """
+        version = await self.store.data_version()
+        key = (scope.namespaces, scope.session_id, scope.since, scope.until)
+        cached = self._corpora.get(key)
+        if cached is not None and cached.version != version:
+            fingerprint = await self.store.scope_fingerprint(scope)
+            if self._corpora.get(key) is not cached:  # invalidated or evicted meanwhile
+                cached = None
+            elif fingerprint == cached.fingerprint:
+                cached.version = version
+        if cached is not None and cached.version == version:
+            self._corpora.move_to_end(key)
+            return cached.source
+        self._corpora.pop(key, None)  # stale: free it before reading the scope again
+        limit = self.config.retrieval.scope_cache_mb
+        source: Corpus | StreamedScope
+        turns, chars, last_id = await self.store.scope_size(scope)
+        size_mb = estimated_corpus_mb(turns, chars)
+        if size_mb > limit:
+            source = StreamedScope(through_id=last_id, turns=turns)
+            log.info(
+                "scope of %d turns (about %.0f MB in memory) is streamed from the database "
+                "on each query (retrieval.scope_cache_mb = %d)",
+                turns,
+                size_mb,
+                limit,
+            )
+            size_mb = 0.0  # what it keeps: a few bytes per passage (`ScopeIndex`)
+        else:
+            while self._corpora and self._cached_mb() + size_mb > limit:
+                self._corpora.popitem(last=False)
+            source = await self.build(await self.store.scope_turns(scope))
+        # Turns written between the size and the read make the fingerprint differ at the
+        # next check, so the scope is read again then: never kept stale. Published here, on
+        # the loop, once built.
+        self._corpora[key] = CachedScope(version, (turns, last_id), source, size_mb)
+        while len(self._corpora) > CACHED_SCOPES:
+            self._corpora.popitem(last=False)
+        return source
+
+    def _cached_mb(self) -> float:
+        return sum(cached.size_mb for cached in self._corpora.values())
+
+    async def indexed_corpus(self, analysis: QueryAnalysis, scope: Scope) -> Corpus:
+        """The passages of the turns the full-text index finds for the query (indexed mode)."""
+        match = await self._selective_match([term.term for term in analysis.terms])
+        hits = await self.store.search_fts(match, scope, self.config.retrieval.max_candidates * 3)
+        turns = await self.store.get_turns([turn_id for turn_id, _ in hits])
+        corpus = await self.build(turns)
+        corpus.bm25 = dict(hits)
+        corpus.stats_sample = QUERY_STATS_SAMPLE
+        return corpus
+
+    async def _selective_match(self, terms: Sequence[str]) -> str:
+        """The FTS5 query of the indexed mode: any of `terms`, leaving out, in a large memory,
+        those found in more than `COMMON_TERM_SHARE` of all turns while rarer ones remain.
+
+        Ranking the matches of a word in every tenth turn costs seconds over a million turns
+        and hardly changes which turns come first (BM25 weighs such a word near zero); the
+        candidates are scored with every term afterwards anyway.
+        """
+        phrases = list(dict.fromkeys(p for p in map(fts_quote, terms) if p is not None))
+        total = await self.store.turn_count_estimate()
+        if len(phrases) < 2 or total < PRUNE_FROM_TURNS:
+            return " OR ".join(phrases)
+        counts = await self.store.fts_doc_counts(phrases)
+        selective = [p for p in phrases if counts[p] <= COMMON_TERM_SHARE * total]
+        if not selective:
+            selective = sorted(phrases, key=lambda p: counts[p])[:2]
+        return " OR ".join(selective)
+
+
+class Embeddings:
+    """Passage vectors for the dense channel and the bi-encoder rankers.
+
+    A recall reads vectors the store holds and embeds, within its budget, those missing; it
+    never writes (recall is read-only): what it embedded waits in `pending` — used by later
+    recalls — until the background embedding (`embed_backlog`) stores it. Turns the model
+    fails on are skipped and counted (`failed`), not retried forever.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        config: Config,
+        passages: PassageCache,
+        limiter: anyio.CapacityLimiter,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.passages = passages
+        self.limiter = limiter
+        # model -> (turn id, start) -> vector bytes, embedded by recalls, not stored yet
+        self.pending: dict[str, OrderedDict[tuple[int, int], bytes]] = {}
+        # model -> turns the model failed to embed (logged once each)
+        self.failed: dict[str, set[int]] = {}
+        # Called when vectors wait to be stored (the server wakes its background embedding).
+        self.on_pending: Callable[[], None] | None = None
+
+    # ------------------------------------------------------------------ a recall's vectors
+
+    async def fill(self, corpus: Corpus, bi_encoder: Any, budget: EmbedBudget) -> None:
+        """Give `corpus` a vector per passage: cached ones from the store, the missing ones
+        embedded now if they fit in `budget`, else NaN rows until a later recall (vectors
+        the background embedding stored meanwhile are picked up then)."""
+        if corpus.vectors is None or corpus.vector_model != bi_encoder.model_id:
+            corpus.vectors = _unknown(len(corpus.passages), bi_encoder.dimension)
+            corpus.vector_model = bi_encoder.model_id
+        await self._complete(corpus.vectors, corpus.passages, corpus.texts, bi_encoder, "", budget)
+
+    async def of_candidates(
+        self, corpus: Corpus, indices: list[int], bi_encoder: Any, budget: EmbedBudget
+    ) -> np.ndarray:
+        """The vectors of the passages at `indices` (NaN rows: not embedded within budget)."""
+        if corpus.vectors is not None and corpus.vector_model == bi_encoder.model_id:
+            await self._complete(
+                corpus.vectors, corpus.passages, corpus.texts, bi_encoder, "", budget, indices
+            )
+            return corpus.vectors[indices]
+        return await self.vectors_for(
+            [corpus.passages[i] for i in indices],
+            [corpus.texts[i] for i in indices],
+            bi_encoder,
+            budget=budget,
+            partial=True,
+        )
+
+    async def context_of_candidates(
+        self, corpus: Corpus, indices: list[int], bi_encoder: Any, budget: EmbedBudget
+    ) -> np.ndarray:
+        """Vectors of the passages with the turn before them (see `context_text`)."""
+        if corpus.context is None:
+            corpus.context = await self.context_texts(corpus.passages, corpus.texts)
+        if self.config.retrieval.mode == "grep" and not corpus.partial:
+            await self.fill_context(corpus, bi_encoder, budget)
+        if corpus.context_vectors is not None:
+            await self.fill_context(corpus, bi_encoder, budget, indices)
+            return corpus.context_vectors[indices]
+        return await self.vectors_for(
+            [corpus.passages[i] for i in indices],
+            [corpus.context[i] for i in indices],
+            bi_encoder,
+            CONTEXT_SUFFIX,
+            budget=budget,
+            partial=True,
+        )
+
+    async def fill_context(
+        self,
+        corpus: Corpus,
+        bi_encoder: Any,
+        budget: EmbedBudget,
+        among: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        """The context vectors of every passage of `corpus` (cached on it), completed for all
+        passages or for those `among` the given ones (see `_complete` for the budget)."""
+        if corpus.context is None:
+            corpus.context = await self.context_texts(corpus.passages, corpus.texts)
+        if corpus.context_vectors is None:
+            corpus.context_vectors = _unknown(len(corpus.passages), bi_encoder.dimension)
+        await self._complete(
+            corpus.context_vectors,
+            corpus.passages,
+            corpus.context,
+            bi_encoder,
+            CONTEXT_SUFFIX,
+            budget,
+            among,
+        )
+        return corpus.context_vectors
+
+    async def _complete(
+        self,
+        matrix: np.ndarray,
+        passages: Sequence[Passage],
+        texts: Sequence[str],
+        bi_encoder: Any,
+        variant: str,
+        budget: EmbedBudget,
+        among: Sequence[int] | None = None,
+    ) -> None:
+        """Fill the unknown (NaN) rows of a corpus-wide `matrix` from the store and, within
+        `budget`, the model: all of them only if all fit, or as many as fit of those `among`
+        the given rows (the candidates)."""
+        if among is None:
+            rows = np.flatnonzero(np.isnan(matrix[:, 0])).tolist()
+        else:
+            rows = [i for i in among if np.isnan(matrix[i, 0])]
+        if rows:
+            matrix[rows] = await self.vectors_for(
+                [passages[r] for r in rows],
+                [texts[r] for r in rows],
+                bi_encoder,
+                variant,
+                budget=budget,
+                partial=among is not None,
+            )
+
+    async def vectors_for(
+        self,
+        passages: Sequence[Passage],
+        texts: Sequence[str],
+        bi_encoder: Any,
+        variant: str = "",
+        *,
+        budget: EmbedBudget | None = None,
+        partial: bool = True,
+        store: bool = False,
+    ) -> np.ndarray:
+        """One vector per passage: cached ones (the store's, then those pending), the others
+        embedded now — without a `budget`, all of them; with one, as many as it allows, the
+        rest NaN rows. What is embedded is stored at once with `store` (the background
+        embedding), else kept pending (a recall)."""
+        model = bi_encoder.model_id + variant
+        keys = [p.key for p in passages]
+        cached = await self.store.get_embeddings(model, keys)
+        # Read in the worker thread one `get` at a time (atomic under the GIL) while the loop
+        # may add to it: a vector is found or not, never half there.
+        pending: dict[tuple[int, int], bytes] = self.pending.get(model) or {}
+        matrix, missing = await off_loop(
+            self.limiter, _decode, keys, cached, pending, bi_encoder.dimension
+        )
+        if budget is not None:
+            budget.skipped.difference_update(
+                key for row, key in enumerate(keys) if not np.isnan(matrix[row, 0])
+            )
+            granted = budget.allow(len(missing), partial=partial)
+            budget.skipped.update(keys[r] for r in missing[granted:])
+            missing = missing[:granted]
+        for start in range(0, len(missing), EMBED_BATCH):
+            rows = missing[start : start + EMBED_BATCH]
+            try:
+                vectors = await off_loop(self.limiter, bi_encoder.embed, [texts[r] for r in rows])
+            except Exception as exc:  # the model's own failure, told apart from the store's
+                raise EmbeddingFailed(f"{type(exc).__name__}: {exc}") from exc
+            matrix[rows] = vectors
+            items = [(keys[r][0], keys[r][1], vectors[j].tobytes()) for j, r in enumerate(rows)]
+            if store:
+                await self.store.put_embeddings(model, items)
+            else:
+                self._keep_pending(model, items)
+            if budget is not None:
+                budget.skipped.difference_update(keys[r] for r in rows)
+        return matrix
+
+    def _keep_pending(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None:
+        waiting = self.pending.setdefault(model, OrderedDict())
+        for turn_id, start, vector in items:
+            waiting[(turn_id, start)] = vector
+        while len(waiting) > PENDING_VECTORS:  # the oldest are embedded again if needed
+            waiting.popitem(last=False)
+        if items and self.on_pending is not None:
+            self.on_pending()
+
+    async def context_texts(self, passages: Sequence[Passage], texts: Sequence[str]) -> list[str]:
+        previous = await self.store.previous_turns(
+            sorted({p.turn.id for p in passages if p.turn.position > 0})
+        )
+
+        def join() -> list[str]:
+            prefixes = {
+                turn_id: ranking_text(self.passages.split([turn])[-1])
+                for turn_id, turn in previous.items()
+            }
+            return [
+                context_text(prefixes.get(p.turn.id), text)
+                for p, text in zip(passages, texts, strict=True)
+            ]
+
+        return await off_loop(self.limiter, join)
+
+    # ------------------------------------------------------------------ the background
+
+    def variants(self) -> list[str]:
+        """The vector kinds the configured rankers use: "" (the passage) and the context."""
+        scorers = self.config.rank.scorers
+        variants = []
+        if self.config.retrieval.dense or "bi_encoder" in scorers:
+            variants.append("")
+        if "context" in scorers:
+            variants.append(CONTEXT_SUFFIX)
+        return variants
+
+    async def backlog(self, bi_encoder: Any) -> int:
+        """Stored turns still to embed, summed over the vector kinds in use (turns the model
+        failed on included)."""
+        total = 0
+        for variant in self.variants():
+            total += await self.store.count_turns_without_embeddings(bi_encoder.model_id + variant)
+        return total
+
+    async def write_pending(self) -> int:
+        """Store the vectors recalls embedded; returns how many."""
+        written = 0
+        for model, waiting in list(self.pending.items()):
+            items = [(t, s, v) for (t, s), v in list(waiting.items())]
+            if not items:
+                continue
+            await self.store.put_embeddings(model, items)
+            for turn_id, start, vector in items:
+                if waiting.get((turn_id, start)) is vector:
+                    del waiting[(turn_id, start)]
+            written += len(items)
+        return written
+
+    async def embed_backlog(
+        self,
+        bi_encoder: Any,
+        batch: int = EMBED_BATCH,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
+        """Store what recalls embedded, then embed stored turns that have no vector yet;
+        returns how many passages were stored. A turn the model fails on is skipped (logged
+        once, counted in `failed`), so it never blocks the turns after it."""
+        done = await self.write_pending()
+        for variant in self.variants():
+            model = bi_encoder.model_id + variant
+            failed = self.failed.setdefault(model, set())
+            after = 0
+            while turns := await self.store.turns_without_embeddings(model, batch, after):
+                after = turns[-1].id
+                todo = [turn for turn in turns if turn.id not in failed]
+                try:
+                    done += await self._embed_turns(todo, bi_encoder, variant)
+                except EmbeddingFailed:  # find the turns it fails on, embed the others
+                    for turn in todo:
+                        try:
+                            done += await self._embed_turns([turn], bi_encoder, variant)
+                        except EmbeddingFailed as exc:
+                            failed.add(turn.id)
+                            log.warning(
+                                "background embedding skips turn %d, which the bi-encoder "
+                                "fails on (%s); it stays searchable lexically",
+                                turn.id,
+                                exc.__cause__,
+                            )
+                if progress is not None:
+                    progress(len(turns))
+        return done
+
+    async def _embed_turns(self, turns: Sequence[Turn], bi_encoder: Any, variant: str) -> int:
+        if not turns:
+            return 0
+        passages = await off_loop(self.limiter, self.passages.split, turns)
+        texts: Sequence[str] = [ranking_text(p) for p in passages]
+        if variant == CONTEXT_SUFFIX:
+            texts = await self.context_texts(passages, texts)
+        await self.vectors_for(passages, texts, bi_encoder, variant, store=True)
+        return len(passages)
+
+    def failures(self) -> int:
+        """Turns the background embedding skipped because the model fails on them."""
+        return sum(len(turns) for turns in self.failed.values())
+
+
+class EmbeddingFailed(Exception):
+    """The bi-encoder raised on a batch of texts (its error is the `__cause__`)."""
+
+
+def _decode(
+    keys: Sequence[tuple[int, int]],
+    cached: dict[tuple[int, int], bytes],
+    pending: dict[tuple[int, int], bytes],
+    dimension: int,
+) -> tuple[np.ndarray, list[int]]:
+    """The matrix of the vectors found (NaN rows for the others) and the missing rows."""
+    matrix = np.full((len(keys), dimension), np.nan, dtype=np.float32)
+    missing: list[int] = []
+    size = 4 * dimension
+    for row, key in enumerate(keys):
+        blob = cached.get(key)
+        if blob is None or len(blob) != size:
+            blob = pending.get(key)
+        if blob is not None and len(blob) == size:
+            matrix[row] = np.frombuffer(blob, dtype=np.float32)
+        else:
+            missing.append(row)
+    return matrix, missing
+
+
+def _unknown(rows: int, dimension: int) -> np.ndarray:
+    """A vector matrix whose rows are all unknown (NaN) until filled."""
+    return np.full((rows, dimension), np.nan, dtype=np.float32)

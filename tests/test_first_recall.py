@@ -1,0 +1,86 @@
+"""The first recall after the handshake never waits for a model (issues 16 and 18): it
+answers at once with what is loaded and says so, while the models load in the background."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+import smartsearch_mcp.memory as memory_module
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.models.registry import ModelRegistry, ModelStatus
+from smartsearch_mcp.server import create_server
+
+pytestmark = pytest.mark.anyio
+
+CONFIG = Config().with_overrides(
+    rank={"scorers": ["cross_encoder"]}, nlp={"spacy_models": []}, retrieval={"dense": False}
+)
+QUERY = {"query": "What is the puppy called?"}
+
+
+class PuppyScorer:
+    """A cross-encoder stand-in: scores by how often "puppy" occurs."""
+
+    name = "cross_encoder"
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return [float(text.lower().count("puppy")) for text in texts]
+
+
+class BlockingRegistry(ModelRegistry):
+    """Loads the cross-encoder only once `release` is set, as a slow disk would."""
+
+    def __init__(self, release: threading.Event) -> None:
+        super().__init__(CONFIG.models, CONFIG.nlp)
+        self.release = release
+
+    def _load(self, kind: str) -> tuple[Any | None, ModelStatus]:
+        if kind != "cross_encoder":
+            return None, ModelStatus(kind, "none", None, ok=False)
+        self.release.wait(timeout=120)
+        return PuppyScorer(), ModelStatus(kind, "fake", None, ok=True)
+
+
+async def test_the_first_recall_answers_lexically_while_a_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    registry = BlockingRegistry(release)
+
+    class Registry:
+        @staticmethod
+        def from_config(config: Config, **options: Any) -> ModelRegistry:
+            return registry
+
+    monkeypatch.setattr(memory_module, "ModelRegistry", Registry)
+    server = create_server(CONFIG, tmp_path / "m.db", preload_models=True)
+    try:
+        async with Client(server) as client:
+            await client.call_tool(
+                "remember",
+                {"turns": [{"text": "My puppy is called Biscuit."}, {"text": "I like tea."}]},
+            )
+            with anyio.fail_after(60):  # on main it waits for the model: forever here
+                first = (await client.call_tool("recall", QUERY)).structured_content
+            assert first is not None
+            assert first["rankers"] == ["lexical"]
+            assert any("models are still loading" in w for w in first["warnings"])
+            assert "Biscuit" in first["passages"][0]["text"]
+
+            release.set()
+            with anyio.fail_after(60):
+                while not registry.loaded("cross_encoder"):
+                    await anyio.sleep(0.01)
+            second = (await client.call_tool("recall", QUERY)).structured_content
+            assert second is not None
+            assert second["rankers"] == ["cross_encoder"]
+            assert not any("loading" in w for w in second["warnings"])
+    finally:
+        release.set()
