@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -25,7 +26,7 @@ import anyio
 
 from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.namespaces import AUTO, resolve_auto
+from smartsearch_mcp.namespaces import NamespaceChoice, choose_namespace
 from smartsearch_mcp.types import SmartSearchError
 
 log = logging.getLogger("smartsearch_mcp")
@@ -55,7 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.handler is _cmd_hook:
         return _cmd_hook(args)
     try:
-        config = Config.load(args.config or os.environ.get("SMARTSEARCH_CONFIG") or None)
+        config = load_config(args)
         result = args.handler(args, config)
         sys.stdout.flush()
     except SmartSearchError as exc:
@@ -272,13 +273,36 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--namespace",
         default=default,
-        help="memory namespace, or 'auto' for the current project (default: "
-        "$SMARTSEARCH_NAMESPACE; else the project for remember, recall, grep, timeline, "
-        "forget and hooks, 'default' for the rest)",
+        help="memory namespace (default: $SMARTSEARCH_NAMESPACE; else, inside a git "
+        "repository, the project's namespace; else 'default'); 'auto' skips to the project",
     )
     parser.add_argument(
         "--log-level", default=default, help="debug, info, warning, error (default: warning)"
     )
+
+
+def load_config(args: argparse.Namespace) -> Config:
+    """--config, else $SMARTSEARCH_CONFIG, else the preset that can run on this installation
+    (see smartsearch_mcp.models.presets); `Config.source` says which and why."""
+    given = args.config or os.environ.get("SMARTSEARCH_CONFIG")
+    if given:
+        return Config.load(given)
+    from smartsearch_mcp.models.presets import choose_preset
+
+    choice = choose_preset()
+    args.chosen_preset = choice
+    log.info("config: %s", choice.describe())
+    return dataclasses.replace(Config.load(choice.name), source=choice.describe())
+
+
+def config_option(args: argparse.Namespace) -> str | None:
+    """The --config a client's server command needs: the one given, else the chosen preset
+    when it is not the default (a client's environment need not match this shell's)."""
+    given = args.config or os.environ.get("SMARTSEARCH_CONFIG")
+    if given:
+        return str(given)
+    chosen = getattr(args, "chosen_preset", None)
+    return chosen.name if chosen is not None and chosen.name != "default" else None
 
 
 def resolve_db(args: argparse.Namespace, config: Config) -> str:
@@ -286,11 +310,21 @@ def resolve_db(args: argparse.Namespace, config: Config) -> str:
     return value if value else str(default_db_path())
 
 
-def resolve_namespace(args: argparse.Namespace, default: str | None = None) -> str | None:
-    """--namespace, else $SMARTSEARCH_NAMESPACE, else `default`; "auto" is the project
-    (git root, or working directory) of the current directory."""
-    value = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or default
-    return resolve_auto(value, Path.cwd())
+def namespace_choice(args: argparse.Namespace, config: Config) -> NamespaceChoice:
+    """The namespace every command uses, and why (see smartsearch_mcp.namespaces):
+    --namespace, else $SMARTSEARCH_NAMESPACE, else the git project of the working directory,
+    else scope.default_namespace."""
+    return choose_namespace(
+        args.namespace,
+        os.environ.get("SMARTSEARCH_NAMESPACE"),
+        Path.cwd(),
+        config.scope.default_namespace,
+    )
+
+
+def resolve_namespace(args: argparse.Namespace, config: Config) -> str:
+    """The namespace of `namespace_choice`."""
+    return namespace_choice(args, config).namespace
 
 
 # ---------------------------------------------------------------------- commands
@@ -312,10 +346,11 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
             max_request_mb=args.max_request_mb,
         )
     db = resolve_db(args, config)
+    choice = namespace_choice(args, config)
     server = create_server(
-        config, db, namespace=resolve_namespace(args), preload_models=not args.no_preload
+        config, db, namespace=choice.namespace, preload_models=not args.no_preload
     )
-    log.info("serving %s (config: %s)", db, config.source)
+    log.info("serving %s (config: %s; %s)", db, config.source, choice.describe())
     if access is not None:
         import uvicorn
 
@@ -336,23 +371,20 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-async def _open_memory(
-    args: argparse.Namespace, config: Config, default_namespace: str | None = None
-) -> Any:
+async def _open_memory(args: argparse.Namespace, config: Config) -> Any:
     from smartsearch_mcp.memory import Memory
 
-    namespace = resolve_namespace(args, default_namespace)
-    return await Memory.open(config, resolve_db(args, config), namespace)
+    return await Memory.open(config, resolve_db(args, config), resolve_namespace(args, config))
 
 
 def _on_project_memory(
     args: argparse.Namespace, config: Config, call: Callable[[Any], Awaitable[T]]
 ) -> T:
-    """`call` on the memory of the command's namespace (the current project unless
-    --namespace or $SMARTSEARCH_NAMESPACE says otherwise), closed afterwards."""
+    """`call` on the memory of the command's namespace (`namespace_choice`), closed
+    afterwards."""
 
     async def run() -> T:
-        memory = await _open_memory(args, config, AUTO)
+        memory = await _open_memory(args, config)
         try:
             return await call(memory)
         finally:
@@ -489,16 +521,19 @@ def _cmd_hook(args: argparse.Namespace) -> int:
     log_file = Path(db).expanduser().parent if db and db != ":memory:" else default_db_path().parent
     handler = _hook_log_handler(log_file / "hooks.log")
     try:
-        config = Config.load(args.config or os.environ.get("SMARTSEARCH_CONFIG") or None)
+        config = load_config(args)
         db = resolve_db(args, config)
         raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
         if len(raw) > MAX_PAYLOAD_BYTES:
             raise SmartSearchError(f"hook payload larger than {MAX_PAYLOAD_BYTES} bytes")
         event = parse_event(args.client, args.event, raw.decode("utf-8", "replace"))
-        explicit = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE")
-        if explicit and explicit.strip().lower() == AUTO:
-            explicit = None
-        namespace = event_namespace(event, explicit, os.getcwd())
+        namespace = event_namespace(
+            event,
+            args.namespace,
+            os.environ.get("SMARTSEARCH_NAMESPACE"),
+            os.getcwd(),
+            config.scope.default_namespace,
+        ).namespace
 
         async def run() -> None:
             store = await SQLiteStore.open(
@@ -561,10 +596,10 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
         limit = config.store.max_turns_per_call
         try:
             progress = _progress(args.no_progress, f"importing {path.name}")
-            explicit = resolve_namespace(args) if args.namespace else None
+            explicit = resolve_namespace(args, config) if args.namespace else None
             for imported in read_sessions(path, args.fmt):
                 # An explicit --namespace wins over one the file (or transcript) carries.
-                namespace = explicit or imported.namespace or resolve_namespace(args)
+                namespace = explicit or imported.namespace or memory.namespace
                 turns = imported.session.turns
                 if not turns:
                     continue
@@ -582,8 +617,8 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
         finally:
             await memory.close()
         print(
-            f"imported {stored} turns in {sessions} sessions "
-            f"({skipped} duplicates skipped) into {memory.store.path}",
+            f"imported {_plural(stored, 'turn')} in {_plural(sessions, 'session')} "
+            f"({_plural(skipped, 'duplicate')} skipped) into {memory.store.path}",
             file=sys.stderr,
         )
         if stored and memory.pipeline.embedding_variants():
@@ -623,7 +658,35 @@ def _cmd_embed(args: argparse.Namespace, config: Config) -> int:
     return anyio.run(run)
 
 
+def export_record(turn: Any) -> dict[str, Any]:
+    """A stored turn as one export line; importing it stores nothing new (see
+    smartsearch_mcp.importers.jsonl)."""
+    record = asdict(turn)
+    if turn.timestamp is not None and turn.timestamp_raw is None:
+        record["timestamp_generated"] = True  # stored "now": the turn was given without one
+    return record
+
+
+@contextlib.contextmanager
+def _private_output(path: str) -> Any:
+    """stdout for "-", else a file only its owner can read (0600, like the database): written
+    to a new temporary file beside it, then moved over `path` when complete."""
+    if path == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:  # mkstemp creates it 0600
+            yield out
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _cmd_export(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.memory import elsewhere_hint
     from smartsearch_mcp.store import SQLiteStore
 
     async def run() -> int:
@@ -638,29 +701,30 @@ def _cmd_export(args: argparse.Namespace, config: Config) -> int:
             finally:
                 await source.close()
             snapshot = await SQLiteStore.open(snapshot_path)
-            namespace = (
-                None if args.all else (resolve_namespace(args) or config.scope.default_namespace)
-            )
+            namespace = None if args.all else resolve_namespace(args, config)
             count = 0
-            with contextlib.ExitStack() as stack:
-                out = (
-                    sys.stdout
-                    if args.output == "-"
-                    else stack.enter_context(open(args.output, "w", encoding="utf-8"))
-                )
-                try:
+            try:
+                with _private_output(args.output) as out:
                     async for turn in snapshot.iter_turns(namespace):
-                        out.write(json.dumps(asdict(turn), ensure_ascii=False) + "\n")
+                        out.write(json.dumps(export_record(turn), ensure_ascii=False) + "\n")
                         count += 1
-                finally:
-                    await snapshot.close()
-        print(f"exported {count} turns", file=sys.stderr)
+                hint = None
+                if not count and namespace is not None:
+                    hint = elsewhere_hint(await snapshot.namespaces(), [namespace])
+            finally:
+                await snapshot.close()
+        where = "" if namespace is None else f" from namespace {namespace!r}"
+        print(f"exported {_plural(count, 'turn')}{where}", file=sys.stderr)
+        if hint:
+            print(f"note: {hint.replace('to search', 'to export (or --all)')}", file=sys.stderr)
         return 0
 
     return anyio.run(run)
 
 
 def _cmd_stats(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.memory import elsewhere_hint
+
     async def run() -> int:
         memory = await _open_memory(args, config)
         try:
@@ -674,10 +738,15 @@ def _cmd_stats(args: argparse.Namespace, config: Config) -> int:
                 f"database: {stats.database} (schema v{stats.schema_version}, "
                 f"{stats.size_bytes / 1e6:.1f} MB)"
             )
-            print(f"turns: {stats.turns} in {stats.sessions} sessions")
+            print(f"turns: {stats.turns} in {_plural(stats.sessions, 'session')}")
             print(f"dates: {stats.first_timestamp or '-'} .. {stats.last_timestamp or '-'}")
             for ns, count in stats.namespaces.items():
-                print(f"  namespace {ns}: {count} turns")
+                here = "  (this directory's)" if ns == memory.namespace else ""
+                print(f"  namespace {ns}: {_plural(count, 'turn')}{here}")
+            choice = namespace_choice(args, config)
+            print(f"this directory uses {choice.describe()}")
+            if hint := elsewhere_hint(stats.namespaces, [memory.namespace]):
+                print(f"note: {hint}")
         return 0
 
     return anyio.run(run)
@@ -690,6 +759,7 @@ def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     db = resolve_db(args, config)
     print(f"smartsearch-mcp {__version__}; python {sys.version.split()[0]}")
     print(f"config: {config.source}")
+    print(f"namespace here: {namespace_choice(args, config).describe()}")
 
     async def check_db() -> list[str]:
         store = await SQLiteStore.open(db, busy_timeout_ms=config.store.busy_timeout_ms)
@@ -717,7 +787,7 @@ def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     if not args.skip_models:
         ok = _print_models(config) and ok
     print()
-    print(client_config_text(db, args.config, resolve_namespace(args)))
+    print(client_config_text(db, config_option(args), _given_namespace(args), config))
     return 0 if ok else 1
 
 
@@ -762,16 +832,16 @@ def _cmd_install(args: argparse.Namespace, config: Config) -> int:
     project = project_root(Path.cwd()) if args.project else None
     paths = install.config_paths(args.client, Path.home(), project, sys.platform, dict(os.environ))
     db = args.db or os.environ.get("SMARTSEARCH_DB") or None
-    explicit = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or None
-    server_namespace = explicit or (
-        config.scope.global_namespace if args.client == "claude-desktop" else AUTO
-    )
+    explicit = _given_namespace(args)
     commands = None
     if not removing:
+        preset = config_option(args)
         commands = install.Commands(
-            server=server_command(db, args.config, server_namespace),
+            server=server_command(
+                db, preset, install.server_namespace(args.client, explicit, config)
+            ),
             hook=[*executable(), "hook"],
-            hook_options=_options(db, args.config, explicit),
+            hook_options=_options(db, preset, explicit),
         )
     changes: list[install.Change] = []
     targets = install.plan(args.client, commands, paths, changes)
@@ -830,15 +900,41 @@ def _options(db: str | None, config: str | None, namespace: str | None) -> list[
     return options
 
 
-def client_config_text(db: str, config: str | None, namespace: str | None) -> str:
-    command = server_command(db, config, namespace)
-    entry = {"command": command[0], "args": command[1:]}
-    desktop = json.dumps({"mcpServers": {"smartsearch": entry}}, indent=2)
+def _given_namespace(args: argparse.Namespace) -> str | None:
+    """A namespace the user named (--namespace or $SMARTSEARCH_NAMESPACE): an installed
+    server and hooks keep it; without one they apply the namespace rule where they run."""
+    from smartsearch_mcp.namespaces import AUTO
+
+    value = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or None
+    return None if value is None or value.strip().lower() == AUTO else value
+
+
+def client_config_text(
+    db: str, config_name: str | None, namespace: str | None, config: Config
+) -> str:
+    """The snippets `install` would write, for adding the server by hand."""
+    from smartsearch_mcp.install import server_namespace
+
+    def entry(client: str) -> str:
+        command = server_command(db, config_name, server_namespace(client, namespace, config))
+        return json.dumps(
+            {"mcpServers": {"smartsearch": {"command": command[0], "args": command[1:]}}},
+            indent=2,
+        )
+
+    command = server_command(db, config_name, server_namespace("claude-code", namespace, config))
     claude_code = "claude mcp add smartsearch -- " + " ".join(_quote(c) for c in command)
     return (
-        "Claude Desktop (claude_desktop_config.json) and Cursor (~/.cursor/mcp.json):\n"
-        f"{desktop}\n\nClaude Code:\n  {claude_code}"
+        f"Claude Desktop (claude_desktop_config.json):\n{entry('claude-desktop')}\n\n"
+        f"Cursor (~/.cursor/mcp.json):\n{entry('cursor')}\n\n"
+        f"Claude Code:\n  {claude_code}\n\n"
+        "Without --namespace a server uses the namespace of the directory its client starts "
+        f"it in: the git project there, else {config.scope.default_namespace!r}."
     )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _quote(part: str) -> str:

@@ -123,6 +123,9 @@ class TimelineOutput(BaseModel):
         description="More turns fall in the window than `limit`: with `since`, continue "
         "from the last turn's timestamp; without, pass an earlier `since`."
     )
+    warnings: list[str] = Field(
+        default_factory=list, description="e.g. where turns are when this namespace has none."
+    )
 
 
 def recall_output(result: RecallResult) -> RecallOutput:
@@ -237,6 +240,7 @@ def timeline_output(result: TimelineResult) -> TimelineOutput:
         since=format_timestamp(result.since) if result.since else None,
         until=format_timestamp(result.until) if result.until else None,
         more=result.more,
+        warnings=result.warnings,
     )
 
 
@@ -264,7 +268,9 @@ def format_grep(output: GrepOutput) -> str:
 def format_timeline(output: TimelineOutput) -> str:
     """Readable text: turns in time order, a heading whenever the session changes."""
     if not output.turns:
-        return "No stored turns in that window."
+        return "\n".join(
+            ["No stored turns in that window.", *(f"warning: {w}" for w in output.warnings)]
+        )
     lines: list[str] = []
     current: tuple[str, str] | None = None
     for turn in output.turns:
@@ -276,6 +282,7 @@ def format_timeline(output: TimelineOutput) -> str:
         lines.append(f"[{when}] {turn.speaker or turn.role} (turn {turn.id}): {turn.text}{cut}")
     if output.more:
         lines.append("\n(more turns in this window: raise limit or move since/until)")
+    lines.extend(f"warning: {w}" for w in output.warnings)
     return "\n".join(lines).lstrip("\n")
 
 

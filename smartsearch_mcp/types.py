@@ -44,6 +44,10 @@ class TurnInput:
     role: str | None = None
     timestamp: str | None = None
     metadata: dict[str, Any] | None = None
+    # `timestamp` was generated when the turn was first stored (it was given without one; an
+    # export says so): kept as the turn's time, but the turn's identity — what duplicates are
+    # recognised by — stays that of a turn given without a timestamp.
+    timestamp_generated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -724,9 +724,11 @@ class SQLiteStore:
             _check_encodable(f"{where}.timestamp", timestamp_raw)
         # Identity is what was given: a turn re-sent without a timestamp (a client retrying
         # after a lost answer, an import run again) is a duplicate, not a new turn "now".
-        identity = [speaker, text, timestamp]
+        identity = [speaker, text, None if turn.timestamp_generated else timestamp]
         if timestamp is None:
             timestamp = _now()
+        elif turn.timestamp_generated:
+            timestamp_raw = None
         metadata = turn.metadata if turn.metadata is not None else {}
         if not isinstance(metadata, dict):
             raise InputError(f"{where}.metadata must be a JSON object")
