@@ -271,3 +271,104 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(env):
     error = reader.stderr.read().decode()
     assert reader.wait(timeout=120) == 141
     assert "Traceback" not in error and "BrokenPipeError" not in error
+
+
+def _git_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = tmp_path / "app"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def _namespaces(capsys) -> dict[str, int]:
+    capsys.readouterr()
+    assert main(["stats", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["namespaces"]
+
+
+def test_inside_a_git_repository_every_command_uses_the_project_namespace(env, capsys, monkeypatch):
+    from smartsearch_mcp.namespaces import project_namespace
+
+    project = project_namespace(_git_repo(env, monkeypatch))
+    assert main(["remember", "The deploy key lives in the vault."]) == 0
+    source = env / "notes.jsonl"
+    source.write_text('{"text": "Imported note about the vault."}\n')
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert _namespaces(capsys) == {project: 2}
+    assert main(["export", "-o", str(env / "out.jsonl")]) == 0
+    assert len(_exported(env / "out.jsonl")) == 2
+    assert main(["grep", "vault"]) == 0
+    assert "2 turns contain 'vault'" in capsys.readouterr().out
+
+
+def test_outside_a_git_repository_every_command_uses_the_default_namespace(
+    env, capsys, monkeypatch
+):
+    monkeypatch.chdir(env)
+    assert main(["remember", "A note from a plain folder."]) == 0
+    assert "namespace 'default'" in capsys.readouterr().out
+    assert main(["export", "-o", str(env / "out.jsonl")]) == 0
+    assert [t["namespace"] for t in _exported(env / "out.jsonl")] == ["default"]
+
+
+def test_empty_grep_timeline_export_and_stats_say_where_the_turns_are(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    assert main(["remember", "Stored elsewhere.", "--namespace", "work"]) == 0
+    capsys.readouterr()
+    assert main(["grep", "Stored"]) == 0
+    assert "'work' (1 turn)" in capsys.readouterr().out
+    assert main(["timeline"]) == 0
+    assert "'work' (1 turn)" in capsys.readouterr().out
+    assert main(["timeline", "--json"]) == 0
+    assert "'work' (1 turn)" in json.loads(capsys.readouterr().out)["warnings"][0]
+    assert main(["export", "-o", str(env / "out.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "exported 0 turns from namespace 'default'" in err and "'work' (1 turn)" in err
+    assert main(["stats"]) == 0
+    out = capsys.readouterr().out
+    assert "namespace 'default'" in out and "'work' (1 turn)" in out
+
+
+def test_export_then_import_into_the_same_database_stores_nothing_new(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    assert main(["remember", "No timestamp given here."]) == 0
+    assert main(["remember", "With a timestamp.", "--timestamp", "2024-03-15T09:30:00"]) == 0
+    source = env / "loose.jsonl"
+    source.write_text('{"text": "A line without a session."}\n')
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    before = _namespaces(capsys)
+    assert main(["export", "--all", "-o", str(env / "all.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["import", str(env / "all.jsonl"), "--format", "jsonl", "--no-progress"]) == 0
+    assert "imported 0 turns in 3 sessions (3 duplicates skipped)" in capsys.readouterr().err
+    assert _namespaces(capsys) == before
+
+
+def test_importing_the_same_jsonl_twice_stores_nothing_new(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    source = env / "loose.jsonl"
+    source.write_text('{"text": "first line"}\n{"text": "second line"}\n')
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert "imported 2 turns in 1 session (0 duplicates skipped)" in capsys.readouterr().err
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert "imported 0 turns in 1 session (2 duplicates skipped)" in capsys.readouterr().err
+    assert _namespaces(capsys) == {"default": 2}
+
+
+def test_export_files_are_readable_by_their_owner_only(env, capsys, monkeypatch):
+    import os
+
+    monkeypatch.chdir(env)
+    assert main(["remember", "A private note."]) == 0
+    old = os.umask(0o022)
+    try:
+        target = env / "export.jsonl"
+        assert main(["export", "-o", str(target)]) == 0
+        assert target.stat().st_mode & 0o777 == 0o600
+        target.chmod(0o644)  # an earlier export, world-readable: replaced by a private one
+        assert main(["export", "-o", str(target)]) == 0
+        assert target.stat().st_mode & 0o777 == 0o600
+        assert len(_exported(target)) == 1
+    finally:
+        os.umask(old)
+    assert [p.name for p in env.iterdir() if p.name.startswith(".export")] == []
