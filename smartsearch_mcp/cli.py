@@ -27,7 +27,7 @@ import anyio
 from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.namespaces import NamespaceChoice, choose_namespace
-from smartsearch_mcp.types import SmartSearchError
+from smartsearch_mcp.types import InputError, SmartSearchError
 
 log = logging.getLogger("smartsearch_mcp")
 
@@ -59,6 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args)
         result = args.handler(args, config)
         sys.stdout.flush()
+    except InputError as exc:
+        print(f"error: {_cli_wording(str(exc))}", file=sys.stderr)
+        # A command whose only input is its arguments was misused (2); an import's file holds
+        # the bad value (1, like any other error).
+        return 1 if args.handler in (_cmd_import, _cmd_bench) else 2
     except SmartSearchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -868,7 +873,7 @@ def _cmd_install(args: argparse.Namespace, config: Config) -> int:
 def _cmd_bench(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.bench.cli import run_bench
 
-    return run_bench(args.bench_args, config, args.config)
+    return run_bench(args.bench_args, config, config_option(args))
 
 
 # ---------------------------------------------------------------------- helpers
@@ -931,6 +936,30 @@ def client_config_text(
         "Without --namespace a server uses the namespace of the directory its client starts "
         f"it in: the git project there, else {config.scope.default_namespace!r}."
     )
+
+
+# The tools' argument names in messages shared with the MCP tools -> the CLI's wording.
+_CLI_WORDS = (
+    ("turns[0].role", "--role"),
+    ("turns[0].speaker", "--speaker"),
+    ("turns[0].timestamp", "--timestamp"),
+    ("turns[0].text", "the note"),
+    ("turns[0].metadata", "the note's metadata"),
+    ("pass regex=false", "leave out --regex"),
+    ("regex=false", "no --regex"),
+    ("confirm=true", "--all --yes"),
+    ("max_tokens", "--max-tokens"),
+    ("limit must", "--limit must"),
+    ("since must be earlier than until", "--since must be earlier than --until"),
+    ("session_id", "--session-id"),
+)
+
+
+def _cli_wording(message: str) -> str:
+    """`message` in the command line's words (its flags, not the tools' argument names)."""
+    for tool, cli in _CLI_WORDS:
+        message = message.replace(tool, cli)
+    return message
 
 
 def _plural(count: int, noun: str) -> str:

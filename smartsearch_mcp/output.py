@@ -250,7 +250,9 @@ def format_grep(output: GrepOutput) -> str:
         lines = [f"No stored turn contains {output.pattern!r} ({output.turns_scanned} scanned)."]
     else:
         more = " (more match: raise limit or narrow the search)" if output.truncated else ""
-        lines = [f"{len(output.matches)} turns contain {output.pattern!r}{more}."]
+        count = len(output.matches)
+        found = f"{count} turn contains" if count == 1 else f"{count} turns contain"
+        lines = [f"{found} {output.pattern!r}{more}."]
         namespaces = {m.namespace for m in output.matches}
         for match in output.matches:
             where = f" [{match.namespace}]" if len(namespaces) > 1 else ""
@@ -258,7 +260,7 @@ def format_grep(output: GrepOutput) -> str:
             who = match.speaker or match.role
             lines.append(
                 f"\n[{when}] {who} (turn {match.id}, session {match.session_id}{where}, "
-                f"{match.match_count} matches)"
+                f"{match.match_count} {'match' if match.match_count == 1 else 'matches'})"
             )
             lines.extend(f"  …{snippet.text}…" for snippet in match.snippets)
     lines.extend(f"warning: {w}" for w in output.warnings)

@@ -155,8 +155,8 @@ def test_a_bad_import_file_is_a_clear_error_and_stores_nothing(env, capsys):
 
 
 def test_recall_with_a_bad_budget_is_a_clear_error(env, capsys):
-    assert main(["recall", "anything", "--max-tokens", "0"]) == 1
-    assert "max_tokens" in capsys.readouterr().err
+    assert main(["recall", "anything", "--max-tokens", "0"]) == 2
+    assert "--max-tokens must be between" in capsys.readouterr().err
 
 
 def test_the_module_entry_point_runs(env):
@@ -234,10 +234,10 @@ def test_remember_stores_a_note_that_recall_then_finds(env, capsys, monkeypatch)
 
 
 def test_remember_refuses_an_empty_note_and_stores_nothing(env, capsys, monkeypatch):
-    assert main(["remember", "  "]) == 1
+    assert main(["remember", "  "]) == 2
     assert "empty" in capsys.readouterr().err
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    assert main(["remember"]) == 1
+    assert main(["remember"]) == 2
     assert main(["stats", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["turns"] == 0
 
@@ -247,11 +247,11 @@ def test_forget_deletes_by_id_and_the_whole_namespace_only_when_confirmed(env, c
     for note in ("first note", "second note", "third note"):
         assert main(["remember", note, *args]) == 0
     capsys.readouterr()
-    assert main(["forget", *args]) == 1
+    assert main(["forget", *args]) == 2
     assert "--id" in capsys.readouterr().err
-    assert main(["forget", "--all", "--id", "1", *args]) == 1
+    assert main(["forget", "--all", "--id", "1", *args]) == 2
     assert main(["forget", "--id", "1", "--id", "99", *args]) == 1  # all or nothing
-    assert main(["forget", "--all", *args]) == 1
+    assert main(["forget", "--all", *args]) == 2
     assert "all 3 turns of namespace 'work'" in capsys.readouterr().err
     assert main(["forget", "--id", "1", "--json", *args]) == 0
     assert json.loads(capsys.readouterr().out)["deleted_turn_ids"] == [1]
@@ -372,3 +372,49 @@ def test_export_files_are_readable_by_their_owner_only(env, capsys, monkeypatch)
     finally:
         os.umask(old)
     assert [p.name for p in env.iterdir() if p.name.startswith(".export")] == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "wording"),
+    [
+        (["remember", "a note", "--role", "robot"], "--role must be one of"),
+        (["remember", "a note", "--timestamp", "someday"], "--timestamp: "),
+        (["grep", "(unclosed", "--regex"], "leave out --regex"),
+        (["timeline", "--limit", "0"], "--limit must be"),
+        (["timeline", "--since", "2024-02-01", "--until", "2024-01-01"], "--since must be"),
+        (["recall", "x", "--since", "not a date at all"], "since"),
+    ],
+)
+def test_usage_mistakes_exit_2_in_the_command_lines_words(env, capsys, argv, wording):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and wording in err
+    assert "turns[0]" not in err and "regex=false" not in err
+
+
+def test_argparse_mistakes_exit_2(env, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["recall", "x", "--max-tokens", "many"])
+    assert exit_.value.code == 2
+
+
+def test_counts_are_singular_for_one(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    source = env / "one.jsonl"
+    source.write_text('{"text": "the only vault note", "session_id": "s"}\n')
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert "imported 1 turn in 1 session (0 duplicates skipped)" in capsys.readouterr().err
+    assert main(["grep", "vault"]) == 0
+    out = capsys.readouterr().out
+    assert "1 turn contains 'vault'" in out and "1 match)" in out
+
+
+def test_bench_with_a_missing_data_path_says_where_the_data_comes_from(env, capsys):
+    assert main(["bench", "locomo", str(env / "nowhere")]) == 1
+    err = capsys.readouterr().err
+    assert "github.com/snap-research/locomo" in err and "locomo10.json" in err
+    assert main(["bench", "beam", str(env / "nowhere")]) == 1
+    assert "github.com/mohammadtavakoli78/BEAM" in capsys.readouterr().err
+    assert main(["bench", "longmemeval", str(env / "nowhere.json")]) == 1
+    err = capsys.readouterr().err
+    assert "github.com/xiaowu0162/LongMemEval" in err and "longmemeval_s" in err
