@@ -418,3 +418,19 @@ def test_bench_with_a_missing_data_path_says_where_the_data_comes_from(env, caps
     assert main(["bench", "longmemeval", str(env / "nowhere.json")]) == 1
     err = capsys.readouterr().err
     assert "github.com/xiaowu0162/LongMemEval" in err and "longmemeval_s" in err
+
+
+def test_a_recall_of_an_empty_memory_loads_no_model(env):
+    script = (
+        "import sys; from smartsearch_mcp.cli import main; "
+        "code = main(['--config', 'offline', 'recall', 'what did we decide?', "
+        "'--namespace', 'work']); "
+        "heavy = ('spacy', 'torch', 'sentence_transformers'); "
+        "print(sorted(m for m in heavy if m in sys.modules)); "
+        "sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
