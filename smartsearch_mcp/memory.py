@@ -151,7 +151,9 @@ class Memory:
                 passages=[], tokens_used=0, max_tokens=budget, rankers=[], warnings=[]
             )
         else:
-            result = await self.pipeline.recall(query, scope, budget, reference)
+            # Relative dates in the question ("yesterday") are days of the local time zone.
+            moment = reference or datetime.now().astimezone()
+            result = await self.pipeline.recall(query, scope, budget, moment)
         if not result.passages and (hint := await self._elsewhere_hint(scope.namespaces)):
             result = dataclasses.replace(result, warnings=[*result.warnings, hint])
         return result
