@@ -401,33 +401,22 @@ def _on_project_memory(
 def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.output import format_recall, recall_output
 
-    async def recall(memory: Any) -> Any:
-        await _load_rankers_meanwhile(memory)
-        return await memory.recall(
+    result = _on_project_memory(
+        args,
+        config,
+        lambda memory: memory.recall(
             args.query,
             args.max_tokens,
             session_id=args.session_id,
             since=args.since,
             until=args.until,
-        )
-
-    result = _on_project_memory(args, config, recall)
+        ),
+    )
     if args.json:
         print(recall_output(result).model_dump_json(indent=2))
     else:
         print(format_recall(args.query, result))
     return 0
-
-
-async def _load_rankers_meanwhile(memory: Any) -> None:
-    """A one-shot recall loads its models from cold: start the rankers' now, in a background
-    thread, so they load while the query is analysed (the pipeline loads spaCy first, then
-    each ranker, and waits for one being loaded). Nothing loads for an empty memory."""
-    from smartsearch_mcp.models.manage import configured_kinds
-    from smartsearch_mcp.types import Scope
-
-    if await memory.store.count_turns(Scope(namespaces=memory.recall_namespaces(None))):
-        memory.models.preload([k for k in configured_kinds(memory.config) if k != "spacy"])
 
 
 def _cmd_remember(args: argparse.Namespace, config: Config) -> int:
