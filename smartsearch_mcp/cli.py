@@ -288,10 +288,14 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
 
 def load_config(args: argparse.Namespace) -> Config:
     """--config, else $SMARTSEARCH_CONFIG, else the preset that can run on this installation
-    (see smartsearch_mcp.models.presets); `Config.source` says which and why."""
+    (see smartsearch_mcp.models.presets); `Config.source` says which and why. Commands that
+    rank nothing (remember, grep, timeline, forget, export, stats, hooks) skip the choice
+    (it may probe the network) and use the built-in defaults: presets differ only in models."""
     given = args.config or os.environ.get("SMARTSEARCH_CONFIG")
     if given:
         return Config.load(given)
+    if getattr(args, "handler", None) not in _RANKING_COMMANDS:
+        return Config()
     from smartsearch_mcp.models.presets import choose_preset
 
     choice = choose_preset()
@@ -874,6 +878,19 @@ def _cmd_bench(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.bench.cli import run_bench
 
     return run_bench(args.bench_args, config, config_option(args))
+
+
+# The commands whose configuration's models matter (see `load_config`).
+_RANKING_COMMANDS = (
+    _cmd_serve,
+    _cmd_recall,
+    _cmd_embed,
+    _cmd_import,
+    _cmd_doctor,
+    _cmd_models,
+    _cmd_install,
+    _cmd_bench,
+)
 
 
 # ---------------------------------------------------------------------- helpers

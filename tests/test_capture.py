@@ -216,3 +216,16 @@ def test_the_same_prompt_typed_again_later_is_kept():
     assert plan_new_turns([earlier], [], [again]) == [again]
     rerun = _input("user", "continue", NOW + timedelta(minutes=2), capture="hook-payload")
     assert plan_new_turns([earlier], [], [rerun]) == []
+
+
+def test_a_session_outside_any_git_repository_is_captured_in_the_default_namespace(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    folder = tmp_path / "notes"  # a plain folder: no project, the namespace rule's default
+    folder.mkdir()
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(_recorded_now()) + "\n")
+    stop = _payload("Stop", transcript, folder, stop_hook_active=False)
+    assert _run_hook(hook_env, "claude-code", "stop", stdin=stop).returncode == 0
+    turns = anyio.run(_stored, Path(hook_env["SMARTSEARCH_DB"]))
+    assert turns and {t.namespace for t in turns} == {"default"}

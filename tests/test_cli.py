@@ -434,3 +434,36 @@ def test_a_recall_of_an_empty_memory_loads_no_model(env):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.fixture
+def no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SMARTSEARCH_DB", str(tmp_path / "memory.db"))
+    monkeypatch.delenv("SMARTSEARCH_CONFIG", raising=False)
+    monkeypatch.delenv("SMARTSEARCH_NAMESPACE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_doctor_without_config_says_which_preset_it_chose_and_why(no_config, capsys, monkeypatch):
+    from smartsearch_mcp.models import presets
+
+    chosen = presets.PresetChoice("offline", "the offline packages are installed")
+    monkeypatch.setattr(presets, "choose_preset", lambda: chosen)
+    assert main(["doctor", "--skip-models"]) == 0
+    out = capsys.readouterr().out
+    assert "config: preset offline (chosen because the offline packages are installed" in out
+    assert "namespace 'default' (scope.default_namespace:" in out
+    assert out.count("serve --db") == 1 and "--config offline" in out  # the Claude Code line
+
+
+def test_commands_that_rank_nothing_do_not_choose_a_preset(no_config, capsys, monkeypatch):
+    from smartsearch_mcp.models import presets
+
+    def probe() -> presets.PresetChoice:
+        raise AssertionError("a preset was chosen (the hub may be probed) for no ranking")
+
+    monkeypatch.setattr(presets, "choose_preset", probe)
+    assert main(["remember", "a note"]) == 0
+    assert main(["grep", "note"]) == 0
+    assert main(["stats"]) == 0
