@@ -420,7 +420,14 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
         print(recall_output(result).model_dump_json(indent=2))
     else:
         print(format_recall(args.query, result))
+        _say_namespace(args, config)
     return 0
+
+
+def _say_namespace(args: argparse.Namespace, config: Config) -> None:
+    """Which namespace was searched and why, on stderr (stdout stays the answer)."""
+    sys.stdout.flush()
+    print(f"searched {namespace_choice(args, config).describe()}", file=sys.stderr)
 
 
 def _cmd_remember(args: argparse.Namespace, config: Config) -> int:
@@ -496,6 +503,8 @@ def _cmd_grep(args: argparse.Namespace, config: Config) -> int:
     )
     output = grep_output(result)
     print(output.model_dump_json(indent=2) if args.json else format_grep(output))
+    if not args.json:
+        _say_namespace(args, config)
     return 0
 
 
@@ -511,6 +520,8 @@ def _cmd_timeline(args: argparse.Namespace, config: Config) -> int:
     )
     output = timeline_output(result)
     print(output.model_dump_json(indent=2) if args.json else format_timeline(output))
+    if not args.json:
+        _say_namespace(args, config)
     return 0
 
 

@@ -467,3 +467,17 @@ def test_commands_that_rank_nothing_do_not_choose_a_preset(no_config, capsys, mo
     assert main(["remember", "a note"]) == 0
     assert main(["grep", "note"]) == 0
     assert main(["stats"]) == 0
+
+
+def test_recall_grep_and_timeline_say_which_namespace_they_searched_and_why(
+    env, capsys, monkeypatch
+):
+    monkeypatch.chdir(env)
+    assert main(["remember", "a note"]) == 0
+    for argv in (["recall", "note"], ["grep", "note"], ["timeline"]):
+        capsys.readouterr()
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        assert "searched namespace 'default' (scope.default_namespace:" in err, argv
+    assert main(["grep", "note", "--json"]) == 0
+    assert "searched" not in capsys.readouterr().err
