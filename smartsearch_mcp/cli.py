@@ -131,6 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--since", default=None)
     recall.add_argument("--until", default=None)
     recall.add_argument("--json", action="store_true", help="print the structured result")
+    recall.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="ask a running `serve --http` (e.g. http://127.0.0.1:8765/mcp; default "
+        "$SMARTSEARCH_URL) — its models are loaded, so the answer comes at once; "
+        "$SMARTSEARCH_TOKEN is its bearer token",
+    )
     recall.set_defaults(handler=_cmd_recall)
 
     remember = sub.add_parser(
@@ -405,6 +413,10 @@ def _on_project_memory(
 def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.output import format_recall, recall_output
 
+    url = args.server or os.environ.get("SMARTSEARCH_URL")
+    if url:
+        return _recall_via_server(url, args, config)
+
     result = _on_project_memory(
         args,
         config,
@@ -420,6 +432,47 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
         print(recall_output(result).model_dump_json(indent=2))
     else:
         print(format_recall(args.query, result))
+        _say_namespace(args, config)
+    return 0
+
+
+def _recall_via_server(url: str, args: argparse.Namespace, config: Config) -> int:
+    """The recall tool of a running HTTP server, in this directory's namespace (the server's
+    own default comes from where it was started)."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from smartsearch_mcp.http_access import TOKEN_ENV
+
+    arguments: dict[str, Any] = {"query": args.query, "namespace": resolve_namespace(args, config)}
+    for key in ("max_tokens", "session_id", "since", "until"):
+        if getattr(args, key) is not None:
+            arguments[key] = getattr(args, key)
+    token = os.environ.get(TOKEN_ENV)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+
+    async def call() -> Any:
+        with anyio.fail_after(120):
+            async with (
+                create_mcp_http_client(headers=headers) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                return await client.call_tool("recall", arguments)
+
+    try:
+        result = anyio.run(call)
+    except Exception as exc:  # a connection, HTTP or protocol failure: say where and what
+        raise SmartSearchError(
+            f"cannot recall through the server at {url} ({type(exc).__name__}: {exc}); is "
+            "`smartsearch-mcp serve --http` running there? Unset $SMARTSEARCH_URL (or drop "
+            "--server) to recall here"
+        ) from exc
+    text = "".join(getattr(part, "text", "") for part in result.content)
+    if result.is_error:
+        raise InputError(text or "the server refused the recall")
+    print(json.dumps(result.structured_content, indent=2) if args.json else text)
+    if not args.json:
         _say_namespace(args, config)
     return 0
 

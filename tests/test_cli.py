@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from servers import LEXICAL_TOML
 
@@ -481,3 +482,34 @@ def test_recall_grep_and_timeline_say_which_namespace_they_searched_and_why(
         assert "searched namespace 'default' (scope.default_namespace:" in err, argv
     assert main(["grep", "note", "--json"]) == 0
     assert "searched" not in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_recall_through_a_running_http_server_answers_from_its_memory(
+    env, capsys, monkeypatch
+):
+    from servers import http_server
+
+    served = env / "served.db"
+    monkeypatch.chdir(env)
+    remember = ["remember", "The gate code is 4711.", "--db", str(served)]
+    assert await anyio.to_thread.run_sync(main, remember) == 0
+    async with http_server(served, env / "lexical.toml") as (base, _):
+        capsys.readouterr()
+        # An empty local database: only the server's memory can answer.
+        argv = ["recall", "gate code", "--db", str(env / "empty.db"), "--server", f"{base}/mcp"]
+        assert await anyio.to_thread.run_sync(main, argv) == 0
+        out, err = capsys.readouterr()
+        assert "The gate code is 4711." in out
+        assert "searched namespace 'default'" in err
+        assert await anyio.to_thread.run_sync(main, [*argv, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["passages"]
+
+
+def test_recall_through_a_server_that_is_not_there_says_what_to_do(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    monkeypatch.setenv("SMARTSEARCH_URL", "http://127.0.0.1:9/mcp")
+    assert main(["recall", "anything"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot recall through the server at http://127.0.0.1:9/mcp" in err
+    assert "SMARTSEARCH_URL" in err
