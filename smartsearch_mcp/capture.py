@@ -32,7 +32,7 @@ from typing import Any
 
 from smartsearch_mcp.dates import format_timestamp, parse_timestamp
 from smartsearch_mcp.importers.claude_code import SESSION_PREFIX, read_transcript
-from smartsearch_mcp.namespaces import project_namespace
+from smartsearch_mcp.namespaces import NamespaceChoice, choose_namespace
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.types import InputError, NotFoundError, RememberResult, Turn, TurnInput
 
@@ -87,11 +87,17 @@ def parse_event(client: str, event: str, raw: str) -> HookEvent:
     )
 
 
-def event_namespace(event: HookEvent, explicit: str | None, fallback_cwd: str) -> str:
-    """An explicit namespace, else the project of the session's working directory."""
-    if explicit:
-        return explicit
-    return project_namespace(event.cwd or fallback_cwd)
+def event_namespace(
+    event: HookEvent,
+    given: str | None,
+    from_env: str | None,
+    fallback_cwd: str,
+    default_namespace: str,
+) -> NamespaceChoice:
+    """The namespace rule of `smartsearch_mcp.namespaces`, applied to the session's working
+    directory (else `fallback_cwd`): --namespace, $SMARTSEARCH_NAMESPACE, the git project,
+    the default."""
+    return choose_namespace(given, from_env, event.cwd or fallback_cwd, default_namespace)
 
 
 def session_key(event: HookEvent) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
 import json
 import logging
@@ -28,8 +29,8 @@ import anyio
 
 from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.namespaces import AUTO, resolve_auto
-from smartsearch_mcp.types import SmartSearchError
+from smartsearch_mcp.namespaces import NamespaceChoice, choose_namespace
+from smartsearch_mcp.types import InputError, SmartSearchError
 
 if TYPE_CHECKING:
     import socket
@@ -64,9 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.handler is _cmd_hook:
         return _cmd_hook(args)
     try:
-        config = Config.load(args.config or os.environ.get("SMARTSEARCH_CONFIG") or None)
+        config = load_config(args)
         result = args.handler(args, config)
         sys.stdout.flush()
+    except InputError as exc:
+        print(f"error: {_cli_wording(str(exc))}", file=sys.stderr)
+        # A command whose only input is its arguments was misused (2); an import's file holds
+        # the bad value (1, like any other error).
+        return 1 if args.handler in (_cmd_import, _cmd_bench) else 2
     except SmartSearchError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -171,6 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--since", default=None)
     recall.add_argument("--until", default=None)
     recall.add_argument("--json", action="store_true", help="print the structured result")
+    recall.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="ask a running `serve --http` (e.g. http://127.0.0.1:8765/mcp; default "
+        "$SMARTSEARCH_URL) — its models are loaded, so the answer comes at once; "
+        "$SMARTSEARCH_TOKEN is its bearer token",
+    )
     recall.set_defaults(handler=_cmd_recall)
 
     remember = sub.add_parser(
@@ -318,13 +332,40 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--namespace",
         default=default,
-        help="memory namespace, or 'auto' for the current project (default: "
-        "$SMARTSEARCH_NAMESPACE; else the project for remember, recall, grep, timeline, "
-        "forget and hooks, 'default' for the rest)",
+        help="memory namespace (default: $SMARTSEARCH_NAMESPACE; else, inside a git "
+        "repository, the project's namespace; else 'default'); 'auto' skips to the project",
     )
     parser.add_argument(
         "--log-level", default=default, help="debug, info, warning, error (default: warning)"
     )
+
+
+def load_config(args: argparse.Namespace) -> Config:
+    """--config, else $SMARTSEARCH_CONFIG, else the preset that can run on this installation
+    (see smartsearch_mcp.models.presets); `Config.source` says which and why. Commands that
+    rank nothing (remember, grep, timeline, forget, export, stats, hooks) skip the choice
+    (it may probe the network) and use the built-in defaults: presets differ only in models."""
+    given = args.config or os.environ.get("SMARTSEARCH_CONFIG")
+    if given:
+        return Config.load(given)
+    if getattr(args, "handler", None) not in _RANKING_COMMANDS:
+        return Config()
+    from smartsearch_mcp.models.presets import choose_preset
+
+    choice = choose_preset()
+    args.chosen_preset = choice
+    log.info("config: %s", choice.describe())
+    return dataclasses.replace(Config.load(choice.name), source=choice.describe())
+
+
+def config_option(args: argparse.Namespace) -> str | None:
+    """The --config a client's server command needs: the one given, else the chosen preset
+    when it is not the default (a client's environment need not match this shell's)."""
+    given = args.config or os.environ.get("SMARTSEARCH_CONFIG")
+    if given:
+        return str(given)
+    chosen = getattr(args, "chosen_preset", None)
+    return chosen.name if chosen is not None and chosen.name != "default" else None
 
 
 def resolve_db(args: argparse.Namespace, config: Config) -> str:
@@ -332,11 +373,21 @@ def resolve_db(args: argparse.Namespace, config: Config) -> str:
     return value if value else str(default_db_path())
 
 
-def resolve_namespace(args: argparse.Namespace, default: str | None = None) -> str | None:
-    """--namespace, else $SMARTSEARCH_NAMESPACE, else `default`; "auto" is the project
-    (git root, or working directory) of the current directory."""
-    value = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or default
-    return resolve_auto(value, Path.cwd())
+def namespace_choice(args: argparse.Namespace, config: Config) -> NamespaceChoice:
+    """The namespace every command uses, and why (see smartsearch_mcp.namespaces):
+    --namespace, else $SMARTSEARCH_NAMESPACE, else the git project of the working directory,
+    else scope.default_namespace."""
+    return choose_namespace(
+        args.namespace,
+        os.environ.get("SMARTSEARCH_NAMESPACE"),
+        Path.cwd(),
+        config.scope.default_namespace,
+    )
+
+
+def resolve_namespace(args: argparse.Namespace, config: Config) -> str:
+    """The namespace of `namespace_choice`."""
+    return namespace_choice(args, config).namespace
 
 
 # ---------------------------------------------------------------------- commands
@@ -364,9 +415,11 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
         )
         sockets = bind_sockets(args.host, args.port)
     db = resolve_db(args, config)
-    namespace = resolve_namespace(args)
+    choice = namespace_choice(args, config)
+    namespace = choice.namespace
     anyio.run(_check_database, db, config)  # a bad database: one line and exit 1, at once
     server = create_server(config, db, namespace=namespace, preload_models=not args.no_preload)
+    log.info("serving %s (config: %s; %s)", db, config.source, choice.describe())
     if access is not None:
         _serve_http(args, http_app(server, access), access, limits, sockets)
         return 0
@@ -460,17 +513,12 @@ def _port(text: str) -> int:
     return port
 
 
-async def _open_memory(
-    args: argparse.Namespace,
-    config: Config,
-    default_namespace: str | None = None,
-    read_only: bool = False,
-) -> Any:
+async def _open_memory(args: argparse.Namespace, config: Config, read_only: bool = False) -> Any:
     """The command's memory; `read_only` for commands that only read (the database must
     exist then, and nothing is written to it)."""
     from smartsearch_mcp.memory import Memory
 
-    namespace = resolve_namespace(args, default_namespace)
+    namespace = resolve_namespace(args, config)
     return await Memory.open(config, resolve_db(args, config), namespace, read_only=read_only)
 
 
@@ -480,11 +528,11 @@ def _on_project_memory(
     call: Callable[[Any], Awaitable[T]],
     read_only: bool = False,
 ) -> T:
-    """`call` on the memory of the command's namespace (the current project unless
-    --namespace or $SMARTSEARCH_NAMESPACE says otherwise), closed afterwards."""
+    """`call` on the memory of the command's namespace (`namespace_choice`), closed
+    afterwards."""
 
     async def run() -> T:
-        memory = await _open_memory(args, config, AUTO, read_only=read_only)
+        memory = await _open_memory(args, config, read_only=read_only)
         try:
             return await call(memory)
         finally:
@@ -495,6 +543,10 @@ def _on_project_memory(
 
 def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.output import format_recall, recall_output
+
+    url = args.server or os.environ.get("SMARTSEARCH_URL")
+    if url:
+        return _recall_via_server(url, args, config)
 
     result = _on_project_memory(
         args,
@@ -512,7 +564,55 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
         print(recall_output(result).model_dump_json(indent=2))
     else:
         print(format_recall(args.query, result))
+        _say_namespace(args, config)
     return 0
+
+
+def _recall_via_server(url: str, args: argparse.Namespace, config: Config) -> int:
+    """The recall tool of a running HTTP server, in this directory's namespace (the server's
+    own default comes from where it was started)."""
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from smartsearch_mcp.http_access import TOKEN_ENV
+
+    arguments: dict[str, Any] = {"query": args.query, "namespace": resolve_namespace(args, config)}
+    for key in ("max_tokens", "session_id", "since", "until"):
+        if getattr(args, key) is not None:
+            arguments[key] = getattr(args, key)
+    token = os.environ.get(TOKEN_ENV)
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+
+    async def call() -> Any:
+        with anyio.fail_after(120):
+            async with (
+                create_mcp_http_client(headers=headers) as http,
+                Client(streamable_http_client(url, http_client=http)) as client,
+            ):
+                return await client.call_tool("recall", arguments)
+
+    try:
+        result = anyio.run(call)
+    except Exception as exc:  # a connection, HTTP or protocol failure: say where and what
+        raise SmartSearchError(
+            f"cannot recall through the server at {url} ({type(exc).__name__}: {exc}); is "
+            "`smartsearch-mcp serve --http` running there? Unset $SMARTSEARCH_URL (or drop "
+            "--server) to recall here"
+        ) from exc
+    text = "".join(getattr(part, "text", "") for part in result.content)
+    if result.is_error:
+        raise InputError(text or "the server refused the recall")
+    print(json.dumps(result.structured_content, indent=2) if args.json else text)
+    if not args.json:
+        _say_namespace(args, config)
+    return 0
+
+
+def _say_namespace(args: argparse.Namespace, config: Config) -> None:
+    """Which namespace was searched and why, on stderr (stdout stays the answer)."""
+    sys.stdout.flush()
+    print(f"searched {namespace_choice(args, config).describe()}", file=sys.stderr)
 
 
 def _cmd_remember(args: argparse.Namespace, config: Config) -> int:
@@ -589,6 +689,8 @@ def _cmd_grep(args: argparse.Namespace, config: Config) -> int:
     )
     output = grep_output(result)
     print(output.model_dump_json(indent=2) if args.json else format_grep(output))
+    if not args.json:
+        _say_namespace(args, config)
     return 0
 
 
@@ -605,6 +707,8 @@ def _cmd_timeline(args: argparse.Namespace, config: Config) -> int:
     )
     output = timeline_output(result)
     print(output.model_dump_json(indent=2) if args.json else format_timeline(output))
+    if not args.json:
+        _say_namespace(args, config)
     return 0
 
 
@@ -624,16 +728,19 @@ def _cmd_hook(args: argparse.Namespace) -> int:
     log_file = Path(db).expanduser().parent if db and db != ":memory:" else default_db_path().parent
     handler = _hook_log_handler(log_file / "hooks.log")
     try:
-        config = Config.load(args.config or os.environ.get("SMARTSEARCH_CONFIG") or None)
+        config = load_config(args)
         db = resolve_db(args, config)
         raw = sys.stdin.buffer.read(MAX_PAYLOAD_BYTES + 1)
         if len(raw) > MAX_PAYLOAD_BYTES:
             raise SmartSearchError(f"hook payload larger than {MAX_PAYLOAD_BYTES} bytes")
         event = parse_event(args.client, args.event, raw.decode("utf-8", "replace"))
-        explicit = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE")
-        if explicit and explicit.strip().lower() == AUTO:
-            explicit = None
-        namespace = event_namespace(event, explicit, os.getcwd())
+        namespace = event_namespace(
+            event,
+            args.namespace,
+            os.environ.get("SMARTSEARCH_NAMESPACE"),
+            os.getcwd(),
+            config.scope.default_namespace,
+        ).namespace
 
         async def run() -> None:
             store = await SQLiteStore.open(
@@ -752,9 +859,9 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
         memory = await _open_memory(args, config)
         stored = skipped = sessions = 0
         try:
-            explicit = resolve_namespace(args) if args.namespace else None
+            explicit = resolve_namespace(args, config) if args.namespace else None
             sessions_read = read_sessions(path, args.fmt)
-            plan = _import_plan(memory, sessions_read, explicit, resolve_namespace(args))
+            plan = _import_plan(memory, sessions_read, explicit, memory.namespace)
             progress = _progress(args.no_progress, f"importing {path.name}")
             for namespace, session_id, batches in plan:
                 for batch in batches:
@@ -770,8 +877,8 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
         finally:
             await memory.close()
         print(
-            f"imported {stored} turns in {sessions} sessions "
-            f"({skipped} duplicates skipped) into {memory.store.path}",
+            f"imported {_plural(stored, 'turn')} in {_plural(sessions, 'session')} "
+            f"({_plural(skipped, 'duplicate')} skipped) into {memory.store.path}",
             file=sys.stderr,
         )
         if stored and memory.pipeline.embedding_variants():
@@ -811,7 +918,35 @@ def _cmd_embed(args: argparse.Namespace, config: Config) -> int:
     return anyio.run(run)
 
 
+def export_record(turn: Any) -> dict[str, Any]:
+    """A stored turn as one export line; importing it stores nothing new (see
+    smartsearch_mcp.importers.jsonl)."""
+    record = asdict(turn)
+    if turn.timestamp is not None and turn.timestamp_raw is None:
+        record["timestamp_generated"] = True  # stored "now": the turn was given without one
+    return record
+
+
+@contextlib.contextmanager
+def _private_output(path: str) -> Any:
+    """stdout for "-", else a file only its owner can read (0600, like the database): written
+    to a new temporary file beside it, then moved over `path` when complete."""
+    if path == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:  # mkstemp creates it 0600
+            yield out
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def _cmd_export(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.memory import elsewhere_hint
     from smartsearch_mcp.store import SQLiteStore
 
     async def run() -> int:
@@ -826,29 +961,30 @@ def _cmd_export(args: argparse.Namespace, config: Config) -> int:
             finally:
                 await source.close()
             snapshot = await SQLiteStore.open(snapshot_path)
-            namespace = (
-                None if args.all else (resolve_namespace(args) or config.scope.default_namespace)
-            )
+            namespace = None if args.all else resolve_namespace(args, config)
             count = 0
-            with contextlib.ExitStack() as stack:
-                out = (
-                    sys.stdout
-                    if args.output == "-"
-                    else stack.enter_context(open(args.output, "w", encoding="utf-8"))
-                )
-                try:
+            try:
+                with _private_output(args.output) as out:
                     async for turn in snapshot.iter_turns(namespace):
-                        out.write(json.dumps(asdict(turn), ensure_ascii=False) + "\n")
+                        out.write(json.dumps(export_record(turn), ensure_ascii=False) + "\n")
                         count += 1
-                finally:
-                    await snapshot.close()
-        print(f"exported {count} turns", file=sys.stderr)
+                hint = None
+                if not count and namespace is not None:
+                    hint = elsewhere_hint(await snapshot.namespaces(), [namespace])
+            finally:
+                await snapshot.close()
+        where = "" if namespace is None else f" from namespace {namespace!r}"
+        print(f"exported {_plural(count, 'turn')}{where}", file=sys.stderr)
+        if hint:
+            print(f"note: {hint.replace('to search', 'to export (or --all)')}", file=sys.stderr)
         return 0
 
     return anyio.run(run)
 
 
 def _cmd_stats(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.memory import elsewhere_hint
+
     async def run() -> int:
         memory = await _open_memory(args, config, read_only=True)
         try:
@@ -862,10 +998,15 @@ def _cmd_stats(args: argparse.Namespace, config: Config) -> int:
                 f"database: {stats.database} (schema v{stats.schema_version}, "
                 f"{stats.size_bytes / 1e6:.1f} MB)"
             )
-            print(f"turns: {stats.turns} in {stats.sessions} sessions")
+            print(f"turns: {stats.turns} in {_plural(stats.sessions, 'session')}")
             print(f"dates: {stats.first_timestamp or '-'} .. {stats.last_timestamp or '-'}")
             for ns, count in stats.namespaces.items():
-                print(f"  namespace {ns}: {count} turns")
+                here = "  (this directory's)" if ns == memory.namespace else ""
+                print(f"  namespace {ns}: {_plural(count, 'turn')}{here}")
+            choice = namespace_choice(args, config)
+            print(f"this directory uses {choice.describe()}")
+            if hint := elsewhere_hint(stats.namespaces, [memory.namespace]):
+                print(f"note: {hint}")
         return 0
 
     return anyio.run(run)
@@ -878,6 +1019,7 @@ def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     db = resolve_db(args, config)
     print(f"smartsearch-mcp {__version__}; python {sys.version.split()[0]}")
     print(f"config: {config.source}")
+    print(f"namespace here: {namespace_choice(args, config).describe()}")
 
     async def check_db() -> list[str]:
         # Read-only: doctor reports on the database as it is, never creates or changes it.
@@ -915,7 +1057,7 @@ def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
     if not args.skip_models:
         ok = _print_models(config) and ok
     print()
-    print(client_config_text(db, args.config, resolve_namespace(args)))
+    print(client_config_text(db, config_option(args), _given_namespace(args), config))
     return 0 if ok else 1
 
 
@@ -960,16 +1102,16 @@ def _cmd_install(args: argparse.Namespace, config: Config) -> int:
     project = project_root(Path.cwd()) if args.project else None
     paths = install.config_paths(args.client, Path.home(), project, sys.platform, dict(os.environ))
     db = args.db or os.environ.get("SMARTSEARCH_DB") or None
-    explicit = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or None
-    server_namespace = explicit or (
-        config.scope.global_namespace if args.client == "claude-desktop" else AUTO
-    )
+    explicit = _given_namespace(args)
     commands = None
     if not removing:
+        preset = config_option(args)
         commands = install.Commands(
-            server=server_command(db, args.config, server_namespace),
+            server=server_command(
+                db, preset, install.server_namespace(args.client, explicit, config)
+            ),
             hook=[*executable(), "hook"],
-            hook_options=_options(db, args.config, explicit),
+            hook_options=_options(db, preset, explicit),
         )
     changes: list[install.Change] = []
     targets = install.plan(args.client, commands, paths, changes)
@@ -996,7 +1138,20 @@ def _cmd_install(args: argparse.Namespace, config: Config) -> int:
 def _cmd_bench(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.bench.cli import run_bench
 
-    return run_bench(args.bench_args, config, args.config)
+    return run_bench(args.bench_args, config, config_option(args))
+
+
+# The commands whose configuration's models matter (see `load_config`).
+_RANKING_COMMANDS = (
+    _cmd_serve,
+    _cmd_recall,
+    _cmd_embed,
+    _cmd_import,
+    _cmd_doctor,
+    _cmd_models,
+    _cmd_install,
+    _cmd_bench,
+)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -1028,15 +1183,65 @@ def _options(db: str | None, config: str | None, namespace: str | None) -> list[
     return options
 
 
-def client_config_text(db: str, config: str | None, namespace: str | None) -> str:
-    command = server_command(db, config, namespace)
-    entry = {"command": command[0], "args": command[1:]}
-    desktop = json.dumps({"mcpServers": {"smartsearch": entry}}, indent=2)
+def _given_namespace(args: argparse.Namespace) -> str | None:
+    """A namespace the user named (--namespace or $SMARTSEARCH_NAMESPACE): an installed
+    server and hooks keep it; without one they apply the namespace rule where they run."""
+    from smartsearch_mcp.namespaces import AUTO
+
+    value = args.namespace or os.environ.get("SMARTSEARCH_NAMESPACE") or None
+    return None if value is None or value.strip().lower() == AUTO else value
+
+
+def client_config_text(
+    db: str, config_name: str | None, namespace: str | None, config: Config
+) -> str:
+    """The snippets `install` would write, for adding the server by hand."""
+    from smartsearch_mcp.install import server_namespace
+
+    def entry(client: str) -> str:
+        command = server_command(db, config_name, server_namespace(client, namespace, config))
+        return json.dumps(
+            {"mcpServers": {"smartsearch": {"command": command[0], "args": command[1:]}}},
+            indent=2,
+        )
+
+    command = server_command(db, config_name, server_namespace("claude-code", namespace, config))
     claude_code = "claude mcp add smartsearch -- " + " ".join(_quote(c) for c in command)
     return (
-        "Claude Desktop (claude_desktop_config.json) and Cursor (~/.cursor/mcp.json):\n"
-        f"{desktop}\n\nClaude Code:\n  {claude_code}"
+        f"Claude Desktop (claude_desktop_config.json):\n{entry('claude-desktop')}\n\n"
+        f"Cursor (~/.cursor/mcp.json):\n{entry('cursor')}\n\n"
+        f"Claude Code:\n  {claude_code}\n\n"
+        "Without --namespace a server uses the namespace of the directory its client starts "
+        f"it in: the git project there, else {config.scope.default_namespace!r}."
     )
+
+
+# The tools' argument names in messages shared with the MCP tools -> the CLI's wording.
+_CLI_WORDS = (
+    ("turns[0].role", "--role"),
+    ("turns[0].speaker", "--speaker"),
+    ("turns[0].timestamp", "--timestamp"),
+    ("turns[0].text", "the note"),
+    ("turns[0].metadata", "the note's metadata"),
+    ("pass regex=false", "leave out --regex"),
+    ("regex=false", "no --regex"),
+    ("confirm=true", "--all --yes"),
+    ("max_tokens", "--max-tokens"),
+    ("limit must", "--limit must"),
+    ("since must be earlier than until", "--since must be earlier than --until"),
+    ("session_id", "--session-id"),
+)
+
+
+def _cli_wording(message: str) -> str:
+    """`message` in the command line's words (its flags, not the tools' argument names)."""
+    for tool, cli in _CLI_WORDS:
+        message = message.replace(tool, cli)
+    return message
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _quote(part: str) -> str:

@@ -3,6 +3,14 @@
 `normalize_timestamp` turns what a caller gives into one sortable ISO 8601 string. Naive
 values stay naive (the wall-clock time the conversation reported); aware values are
 converted to UTC.
+
+What is stored (`stored_timestamp`) is always UTC with a "Z": a time given with an offset is
+converted, a time given without one (LoCoMo's "1:56 pm on 8 May, 2023") is taken as UTC — the
+same input is the same moment on every machine — and the string given is kept beside it
+(`timestamp_raw`). Databases written before this hold such times without the "Z"; they are
+read as UTC too (`stored_timestamp` adds it on reading). Relative spans in questions and
+filters ("yesterday", "last week") are calendar spans in the local time zone of the machine
+answering (its TZ), compared in UTC.
 """
 
 from __future__ import annotations
@@ -91,6 +99,13 @@ def normalize_timestamp(value: str | int | float | None) -> str | None:
 def _normalize_text(value: str) -> str:
     # Imports repeat one session date over hundreds of turns: parse it once.
     return format_timestamp(parse_timestamp(value))
+
+
+@functools.lru_cache(maxsize=65_536)
+def stored_timestamp(normalized: str) -> str:
+    """The stored form of a normalized timestamp: UTC with "Z" (a naive one is UTC). Cached:
+    reads repeat a session's timestamps and share one string per value."""
+    return normalized if normalized.endswith("Z") else normalized + "Z"
 
 
 def format_timestamp(moment: datetime) -> str:

@@ -38,6 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from smartsearch_mcp.config import Config
 from smartsearch_mcp.types import ConfigError, InputError
 
 SERVER_NAME = "smartsearch"
@@ -74,6 +75,16 @@ class Change:
 class Target:
     path: Path
     edit: Callable[[str | None], str | None]  # old text (None: no file) -> new text
+
+
+def server_namespace(client: str, given: str | None, config: Config) -> str | None:
+    """The --namespace an installed server gets: the one the user named, else none — the
+    server applies the namespace rule (the git project of the directory the client starts it
+    in, else the default) — except for Claude Desktop, which has no project: its memories go
+    to the default namespace explicitly (a home directory under git must not capture them)."""
+    if given:
+        return given
+    return config.scope.default_namespace if client == "claude-desktop" else None
 
 
 def config_paths(

@@ -157,7 +157,16 @@ class Memory:
         )
         if scope.since and scope.until and scope.since >= scope.until:
             raise InputError("since must be earlier than until")
-        result = await self.pipeline.recall(query, scope, budget, reference)
+        if await self.store.count_turns(scope) == 0:
+            # Nothing to rank: answer without loading a model (a CLI recall on an empty
+            # memory would otherwise spend its time importing torch).
+            result = RecallResult(
+                passages=[], tokens_used=0, max_tokens=budget, rankers=[], warnings=[]
+            )
+        else:
+            # Relative dates in the question ("yesterday") are days of the local time zone.
+            moment = reference or datetime.now().astimezone()
+            result = await self.pipeline.recall(query, scope, budget, moment)
         if not result.passages and (hint := await self._elsewhere_hint(scope.namespaces)):
             result = dataclasses.replace(result, warnings=[*result.warnings, hint])
         if any(len(word) > MAX_TERM_CHARS for word in query.split()):
@@ -171,15 +180,7 @@ class Memory:
     async def _elsewhere_hint(self, namespaces: Sequence[str]) -> str | None:
         """When the searched namespaces are empty but others are not, say where turns are:
         an import into one namespace and a recall from another find nothing silently."""
-        counts = await self.store.namespaces()
-        if not counts or any(counts.get(ns) for ns in namespaces):
-            return None
-        biggest = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:5]
-        listed = ", ".join(f"{ns!r} ({count} turns)" for ns, count in biggest)
-        return (
-            f"namespace {', '.join(map(repr, namespaces))} holds no turns; this memory holds "
-            f"{listed} — pass the namespace to search (CLI: --namespace NAME)"
-        )
+        return elsewhere_hint(await self.store.namespaces(), namespaces)
 
     async def grep(
         self,
@@ -213,6 +214,8 @@ class Memory:
             await anyio.to_thread.run_sync(scan.scan, batch)
         if contains is not None and not scan.done:  # every turn in scope was searched
             result.turns_scanned = await self.store.count_turns(scope)
+        if not result.hits and (hint := await self._elsewhere_hint(scope.namespaces)):
+            result.warnings.append(hint)
         return result
 
     async def timeline(
@@ -237,7 +240,10 @@ class Memory:
         turns = await self.store.timeline_turns(scope, count + 1, latest=start is None)
         more = len(turns) > count
         turns = (turns[1:] if start is None else turns[:count]) if more else turns
-        return timeline_rules.TimelineResult(timeline_rules.entries(turns), start, stop, more)
+        result = timeline_rules.TimelineResult(timeline_rules.entries(turns), start, stop, more)
+        if not turns and (hint := await self._elsewhere_hint(scope.namespaces)):
+            result.warnings.append(hint)
+        return result
 
     async def forget(
         self,
@@ -263,6 +269,23 @@ class Memory:
         result = await self.store.forget(ns, ids=ids, session_id=session_id, whole_namespace=whole)
         self.pipeline.invalidate()
         return result
+
+
+def elsewhere_hint(counts: dict[str, int], namespaces: Sequence[str]) -> str | None:
+    """ "namespace 'x' holds no turns; this memory holds 'y' (3 turns) …" when none of
+    `namespaces` holds a turn but others do (`counts`: turns per namespace); else None."""
+    if not counts or any(counts.get(ns) for ns in namespaces):
+        return None
+    biggest = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:5]
+    listed = ", ".join(f"{ns!r} ({_turns(count)})" for ns, count in biggest)
+    return (
+        f"namespace {', '.join(map(repr, namespaces))} holds no turns; this memory holds "
+        f"{listed} — pass the namespace to search (CLI: --namespace NAME)"
+    )
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn" if count == 1 else f"{count} turns"
 
 
 def _parse_bound(name: str, value: str | None) -> datetime | None:

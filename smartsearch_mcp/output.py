@@ -124,6 +124,9 @@ class TimelineOutput(BaseModel):
         description="More turns fall in the window than `limit`: with `since`, continue "
         "from the last turn's timestamp; without, pass an earlier `since`."
     )
+    warnings: list[str] = Field(
+        default_factory=list, description="e.g. where turns are when this namespace has none."
+    )
 
 
 def recall_output(result: RecallResult) -> RecallOutput:
@@ -238,6 +241,7 @@ def timeline_output(result: TimelineResult) -> TimelineOutput:
         since=format_timestamp(result.since) if result.since else None,
         until=format_timestamp(result.until) if result.until else None,
         more=result.more,
+        warnings=result.warnings,
     )
 
 
@@ -247,7 +251,9 @@ def format_grep(output: GrepOutput) -> str:
         lines = [f"No stored turn contains {output.pattern!r} ({output.turns_scanned} scanned)."]
     else:
         more = " (more match: raise limit or narrow the search)" if output.truncated else ""
-        lines = [f"{len(output.matches)} turns contain {output.pattern!r}{more}."]
+        count = len(output.matches)
+        found = f"{count} turn contains" if count == 1 else f"{count} turns contain"
+        lines = [f"{found} {output.pattern!r}{more}."]
         namespaces = {m.namespace for m in output.matches}
         for match in output.matches:
             where = f" [{match.namespace}]" if len(namespaces) > 1 else ""
@@ -255,7 +261,7 @@ def format_grep(output: GrepOutput) -> str:
             who = match.speaker or match.role
             lines.append(
                 f"\n[{when}] {who} (turn {match.id}, session {match.session_id}{where}, "
-                f"{match.match_count} matches)"
+                f"{match.match_count} {'match' if match.match_count == 1 else 'matches'})"
             )
             lines.extend(f"  …{snippet.text}…" for snippet in match.snippets)
     lines.extend(f"warning: {w}" for w in output.warnings)
@@ -265,7 +271,9 @@ def format_grep(output: GrepOutput) -> str:
 def format_timeline(output: TimelineOutput) -> str:
     """Readable text: turns in time order, a heading whenever the session changes."""
     if not output.turns:
-        return "No stored turns in that window."
+        return "\n".join(
+            ["No stored turns in that window.", *(f"warning: {w}" for w in output.warnings)]
+        )
     lines: list[str] = []
     current: tuple[str, str] | None = None
     for turn in output.turns:
@@ -277,6 +285,7 @@ def format_timeline(output: TimelineOutput) -> str:
         lines.append(f"[{when}] {turn.speaker or turn.role} (turn {turn.id}): {turn.text}{cut}")
     if output.more:
         lines.append("\n(more turns in this window: raise limit or move since/until)")
+    lines.extend(f"warning: {w}" for w in output.warnings)
     return "\n".join(lines).lstrip("\n")
 
 

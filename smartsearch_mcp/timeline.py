@@ -7,7 +7,7 @@ Long turns are cut to `TEXT_CHARS` characters; the whole turn is memory://turns/
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from smartsearch_mcp.dates import parse_time_bound
@@ -31,6 +31,7 @@ class TimelineResult:
     since: datetime | None
     until: datetime | None
     more: bool  # more turns fall in the window than `limit`
+    warnings: list[str] = field(default_factory=list)
 
 
 def check_limit(limit: int | None) -> int:

@@ -47,6 +47,10 @@ class TurnInput:
     # Where an importer read it ("export.jsonl, line 12"), for error messages: not stored,
     # not part of the turn's equality.
     source: str | None = field(default=None, compare=False)
+    # `timestamp` was generated when the turn was first stored (it was given without one; an
+    # export says so): kept as the turn's time, but the turn's identity — what duplicates are
+    # recognised by — stays that of a turn given without a timestamp.
+    timestamp_generated: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -281,3 +281,16 @@ async def test_captured_turns_have_roles_as_speakers_so_the_speaker_features_cha
         for i, t in enumerate(captured)
     ]  # the two middle turns said by Priya herself, as in a LoCoMo conversation
     assert await _ranked_ids(named, tmp_path, True) != await _ranked_ids(named, tmp_path, False)
+
+
+def test_a_session_outside_any_git_repository_is_captured_in_the_default_namespace(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    folder = tmp_path / "notes"  # a plain folder: no project, the namespace rule's default
+    folder.mkdir()
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(_recorded_now()) + "\n")
+    stop = _payload("Stop", transcript, folder, stop_hook_active=False)
+    assert _run_hook(hook_env, "claude-code", "stop", stdin=stop).returncode == 0
+    turns = anyio.run(_stored, Path(hook_env["SMARTSEARCH_DB"]))
+    assert turns and {t.namespace for t in turns} == {"default"}

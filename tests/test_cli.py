@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from servers import LEXICAL_TOML
 
@@ -70,12 +71,9 @@ def test_export_round_trips_through_import(env, capsys):
     )
     assert main(["export", "--all", "--db", str(other_db), "-o", str(env / "second.jsonl")]) == 0
     second = _exported(env / "second.jsonl")
-    assert [{k: t[k] for k in _KEPT} for t in second] == [
-        # A turn remembered without a timestamp was stamped when stored; after a round trip
-        # that stamp is also its original string.
-        {**{k: t[k] for k in _KEPT}, "timestamp_raw": t["timestamp_raw"] or t["timestamp"]}
-        for t in first
-    ]
+    # A turn remembered without a timestamp was stamped when stored; after a round trip its
+    # stamp is still marked as generated (no original string).
+    assert [{k: t[k] for k in _KEPT} for t in second] == [{k: t[k] for k in _KEPT} for t in first]
 
 
 def test_importing_the_same_file_twice_skips_duplicates(env, capsys):
@@ -160,8 +158,8 @@ def test_a_bad_import_file_is_a_clear_error_and_stores_nothing(env, capsys):
 
 def test_recall_with_a_bad_budget_is_a_clear_error(env, capsys):
     assert main(["remember", "a note"]) == 0
-    assert main(["recall", "anything", "--max-tokens", "0"]) == 1
-    assert "max_tokens" in capsys.readouterr().err
+    assert main(["recall", "anything", "--max-tokens", "0"]) == 2
+    assert "--max-tokens must be between" in capsys.readouterr().err
 
 
 def test_the_module_entry_point_runs(env):
@@ -239,10 +237,10 @@ def test_remember_stores_a_note_that_recall_then_finds(env, capsys, monkeypatch)
 
 
 def test_remember_refuses_an_empty_note_and_stores_nothing(env, capsys, monkeypatch):
-    assert main(["remember", "  "]) == 1
+    assert main(["remember", "  "]) == 2
     assert "empty" in capsys.readouterr().err
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
-    assert main(["remember"]) == 1
+    assert main(["remember"]) == 2
     assert main(["stats", "--json"]) == 1
     assert "no database at" in capsys.readouterr().err
     assert not (env / "memory.db").exists()
@@ -253,11 +251,11 @@ def test_forget_deletes_by_id_and_the_whole_namespace_only_when_confirmed(env, c
     for note in ("first note", "second note", "third note"):
         assert main(["remember", note, *args]) == 0
     capsys.readouterr()
-    assert main(["forget", *args]) == 1
+    assert main(["forget", *args]) == 2
     assert "--id" in capsys.readouterr().err
-    assert main(["forget", "--all", "--id", "1", *args]) == 1
+    assert main(["forget", "--all", "--id", "1", *args]) == 2
     assert main(["forget", "--id", "1", "--id", "99", *args]) == 1  # all or nothing
-    assert main(["forget", "--all", *args]) == 1
+    assert main(["forget", "--all", *args]) == 2
     assert "all 3 turns of namespace 'work'" in capsys.readouterr().err
     assert main(["forget", "--id", "1", "--json", *args]) == 0
     assert json.loads(capsys.readouterr().out)["deleted_turn_ids"] == [1]
@@ -277,3 +275,247 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(env):
     error = reader.stderr.read().decode()
     assert reader.wait(timeout=120) == 141
     assert "Traceback" not in error and "BrokenPipeError" not in error
+
+
+def _git_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    repo = tmp_path / "app"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def _namespaces(capsys) -> dict[str, int]:
+    capsys.readouterr()
+    assert main(["stats", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["namespaces"]
+
+
+def test_inside_a_git_repository_every_command_uses_the_project_namespace(env, capsys, monkeypatch):
+    from smartsearch_mcp.namespaces import project_namespace
+
+    project = project_namespace(_git_repo(env, monkeypatch))
+    assert main(["remember", "The deploy key lives in the vault."]) == 0
+    source = env / "notes.jsonl"
+    source.write_text('{"text": "Imported note about the vault."}\n')
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert _namespaces(capsys) == {project: 2}
+    assert main(["export", "-o", str(env / "out.jsonl")]) == 0
+    assert len(_exported(env / "out.jsonl")) == 2
+    assert main(["grep", "vault"]) == 0
+    assert "2 turns contain 'vault'" in capsys.readouterr().out
+
+
+def test_outside_a_git_repository_every_command_uses_the_default_namespace(
+    env, capsys, monkeypatch
+):
+    monkeypatch.chdir(env)
+    assert main(["remember", "A note from a plain folder."]) == 0
+    assert "namespace 'default'" in capsys.readouterr().out
+    assert main(["export", "-o", str(env / "out.jsonl")]) == 0
+    assert [t["namespace"] for t in _exported(env / "out.jsonl")] == ["default"]
+
+
+def test_empty_grep_timeline_export_and_stats_say_where_the_turns_are(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    assert main(["remember", "Stored elsewhere.", "--namespace", "work"]) == 0
+    capsys.readouterr()
+    assert main(["grep", "Stored"]) == 0
+    assert "'work' (1 turn)" in capsys.readouterr().out
+    assert main(["timeline"]) == 0
+    assert "'work' (1 turn)" in capsys.readouterr().out
+    assert main(["timeline", "--json"]) == 0
+    assert "'work' (1 turn)" in json.loads(capsys.readouterr().out)["warnings"][0]
+    assert main(["export", "-o", str(env / "out.jsonl")]) == 0
+    err = capsys.readouterr().err
+    assert "exported 0 turns from namespace 'default'" in err and "'work' (1 turn)" in err
+    assert main(["stats"]) == 0
+    out = capsys.readouterr().out
+    assert "namespace 'default'" in out and "'work' (1 turn)" in out
+
+
+def test_export_then_import_into_the_same_database_stores_nothing_new(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    assert main(["remember", "No timestamp given here."]) == 0
+    assert main(["remember", "With a timestamp.", "--timestamp", "2024-03-15T09:30:00"]) == 0
+    source = env / "loose.jsonl"
+    source.write_text('{"text": "A line without a session."}\n')
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    before = _namespaces(capsys)
+    assert main(["export", "--all", "-o", str(env / "all.jsonl")]) == 0
+    capsys.readouterr()
+    assert main(["import", str(env / "all.jsonl"), "--format", "jsonl", "--no-progress"]) == 0
+    assert "imported 0 turns in 3 sessions (3 duplicates skipped)" in capsys.readouterr().err
+    assert _namespaces(capsys) == before
+
+
+def test_importing_the_same_jsonl_twice_stores_nothing_new(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    source = env / "loose.jsonl"
+    source.write_text('{"text": "first line"}\n{"text": "second line"}\n')
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert "imported 2 turns in 1 session (0 duplicates skipped)" in capsys.readouterr().err
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert "imported 0 turns in 1 session (2 duplicates skipped)" in capsys.readouterr().err
+    assert _namespaces(capsys) == {"default": 2}
+
+
+def test_export_files_are_readable_by_their_owner_only(env, capsys, monkeypatch):
+    import os
+
+    monkeypatch.chdir(env)
+    assert main(["remember", "A private note."]) == 0
+    old = os.umask(0o022)
+    try:
+        target = env / "export.jsonl"
+        assert main(["export", "-o", str(target)]) == 0
+        assert target.stat().st_mode & 0o777 == 0o600
+        target.chmod(0o644)  # an earlier export, world-readable: replaced by a private one
+        assert main(["export", "-o", str(target)]) == 0
+        assert target.stat().st_mode & 0o777 == 0o600
+        assert len(_exported(target)) == 1
+    finally:
+        os.umask(old)
+    assert [p.name for p in env.iterdir() if p.name.startswith(".export")] == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "wording"),
+    [
+        (["remember", "a note", "--role", "robot"], "--role must be one of"),
+        (["remember", "a note", "--timestamp", "someday"], "--timestamp: "),
+        (["grep", "(unclosed", "--regex"], "leave out --regex"),
+        (["timeline", "--limit", "0"], "--limit must be"),
+        (["timeline", "--since", "2024-02-01", "--until", "2024-01-01"], "--since must be"),
+        (["recall", "x", "--since", "not a date at all"], "since"),
+    ],
+)
+def test_usage_mistakes_exit_2_in_the_command_lines_words(env, capsys, argv, wording):
+    assert main(["remember", "a first note"]) == 0  # read-only commands need a database
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and wording in err
+    assert "turns[0]" not in err and "regex=false" not in err
+
+
+def test_argparse_mistakes_exit_2(env, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["recall", "x", "--max-tokens", "many"])
+    assert exit_.value.code == 2
+
+
+def test_counts_are_singular_for_one(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    source = env / "one.jsonl"
+    source.write_text('{"text": "the only vault note", "session_id": "s"}\n')
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert "imported 1 turn in 1 session (0 duplicates skipped)" in capsys.readouterr().err
+    assert main(["grep", "vault"]) == 0
+    out = capsys.readouterr().out
+    assert "1 turn contains 'vault'" in out and "1 match)" in out
+
+
+def test_bench_with_a_missing_data_path_says_where_the_data_comes_from(env, capsys):
+    assert main(["bench", "locomo", str(env / "nowhere")]) == 1
+    err = capsys.readouterr().err
+    assert "github.com/snap-research/locomo" in err and "locomo10.json" in err
+    assert main(["bench", "beam", str(env / "nowhere")]) == 1
+    assert "github.com/mohammadtavakoli78/BEAM" in capsys.readouterr().err
+    assert main(["bench", "longmemeval", str(env / "nowhere.json")]) == 1
+    err = capsys.readouterr().err
+    assert "github.com/xiaowu0162/LongMemEval" in err and "longmemeval_s" in err
+
+
+def test_a_recall_of_an_empty_memory_loads_no_model(env):
+    script = (
+        "import sys; from smartsearch_mcp.cli import main; "
+        "assert main(['remember', 'a note elsewhere', '--namespace', 'other']) == 0; "
+        "code = main(['--config', 'offline', 'recall', 'what did we decide?', "
+        "'--namespace', 'work']); "
+        "heavy = ('spacy', 'torch', 'sentence_transformers'); "
+        "print(sorted(m for m in heavy if m in sys.modules)); "
+        "sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.fixture
+def no_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SMARTSEARCH_DB", str(tmp_path / "memory.db"))
+    monkeypatch.delenv("SMARTSEARCH_CONFIG", raising=False)
+    monkeypatch.delenv("SMARTSEARCH_NAMESPACE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_doctor_without_config_says_which_preset_it_chose_and_why(no_config, capsys, monkeypatch):
+    from smartsearch_mcp.models import presets
+
+    chosen = presets.PresetChoice("offline", "the offline packages are installed")
+    monkeypatch.setattr(presets, "choose_preset", lambda: chosen)
+    assert main(["doctor", "--skip-models"]) == 0
+    out = capsys.readouterr().out
+    assert "config: preset offline (chosen because the offline packages are installed" in out
+    assert "namespace 'default' (scope.default_namespace:" in out
+    assert out.count("serve --db") == 1 and "--config offline" in out  # the Claude Code line
+
+
+def test_commands_that_rank_nothing_do_not_choose_a_preset(no_config, capsys, monkeypatch):
+    from smartsearch_mcp.models import presets
+
+    def probe() -> presets.PresetChoice:
+        raise AssertionError("a preset was chosen (the hub may be probed) for no ranking")
+
+    monkeypatch.setattr(presets, "choose_preset", probe)
+    assert main(["remember", "a note"]) == 0
+    assert main(["grep", "note"]) == 0
+    assert main(["stats"]) == 0
+
+
+def test_recall_grep_and_timeline_say_which_namespace_they_searched_and_why(
+    env, capsys, monkeypatch
+):
+    monkeypatch.chdir(env)
+    assert main(["remember", "a note"]) == 0
+    for argv in (["recall", "note"], ["grep", "note"], ["timeline"]):
+        capsys.readouterr()
+        assert main(argv) == 0
+        err = capsys.readouterr().err
+        assert "searched namespace 'default' (scope.default_namespace:" in err, argv
+    assert main(["grep", "note", "--json"]) == 0
+    assert "searched" not in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_recall_through_a_running_http_server_answers_from_its_memory(
+    env, capsys, monkeypatch
+):
+    from servers import http_server
+
+    served = env / "served.db"
+    monkeypatch.chdir(env)
+    remember = ["remember", "The gate code is 4711.", "--db", str(served)]
+    assert await anyio.to_thread.run_sync(main, remember) == 0
+    async with http_server(served, env / "lexical.toml") as (base, _):
+        capsys.readouterr()
+        # An empty local database: only the server's memory can answer.
+        argv = ["recall", "gate code", "--db", str(env / "empty.db"), "--server", f"{base}/mcp"]
+        assert await anyio.to_thread.run_sync(main, argv) == 0
+        out, err = capsys.readouterr()
+        assert "The gate code is 4711." in out
+        assert "searched namespace 'default'" in err
+        assert await anyio.to_thread.run_sync(main, [*argv, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["passages"]
+
+
+def test_recall_through_a_server_that_is_not_there_says_what_to_do(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    monkeypatch.setenv("SMARTSEARCH_URL", "http://127.0.0.1:9/mcp")
+    assert main(["recall", "anything"]) == 1
+    err = capsys.readouterr().err
+    assert "cannot recall through the server at http://127.0.0.1:9/mcp" in err
+    assert "SMARTSEARCH_URL" in err

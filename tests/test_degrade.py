@@ -68,7 +68,7 @@ def test_doctor_names_each_broken_model_and_the_fix(tmp_path: Path, capsys) -> N
     out = capsys.readouterr().out
     assert code == 1  # no model usable
     assert out.count("[FAIL]") == 4
-    assert "fix: spaCy NER: pip install 'smartsearch-mcp[offline]'" in out
+    assert "fix: spaCy NER: pip install -e '.[offline]'" in out
     assert "fix: rankers: online, run `smartsearch-mcp models download`" in out
 
 

@@ -100,7 +100,7 @@ async def test_grep_through_the_client_finds_exact_text_newest_first(server):
             found = await client.call_tool("grep", {"pattern": "ValueError"})
     assert not found.is_error
     matches = found.structured_content["matches"]
-    assert [m["timestamp"] for m in matches] == ["2024-03-02T09:00:00", "2024-03-01T10:00:00"]
+    assert [m["timestamp"] for m in matches] == ["2024-03-02T09:00:00Z", "2024-03-01T10:00:00Z"]
     assert all(m["namespace"] == "proj" for m in matches)
     assert "valueerror again" in found.content[0].text
 

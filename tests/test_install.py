@@ -10,6 +10,7 @@ import pytest
 
 from smartsearch_mcp.cli import main
 from smartsearch_mcp.install import remove_toml_table
+from smartsearch_mcp.models import presets
 
 CLAUDE_JSON = {
     "numStartups": 12,
@@ -46,7 +47,13 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.delenv("SMARTSEARCH_NAMESPACE", raising=False)
     monkeypatch.delenv("SMARTSEARCH_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
+    _installation_runs(monkeypatch, "default")
     return home
+
+
+def _installation_runs(monkeypatch: pytest.MonkeyPatch, preset: str) -> None:
+    """Without --config, the preset this machine can run is chosen: fix it for the test."""
+    monkeypatch.setattr(presets, "choose_preset", lambda: presets.PresetChoice(preset, "test"))
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -71,7 +78,7 @@ def test_claude_code_install_merges_server_and_hooks_keeps_a_backup_and_is_idemp
     assert claude["numStartups"] == 12 and "github" in claude["mcpServers"]
     server = claude["mcpServers"]["smartsearch"]
     assert Path(server["command"]).is_absolute()
-    assert server["args"][-3:] == ["serve", "--namespace", "auto"]
+    assert server["args"][-1] == "serve"  # the server applies the namespace rule itself
     settings = _read(home / ".claude" / "settings.json")
     assert (
         settings["model"] == "opus"
@@ -116,15 +123,36 @@ def test_project_install_writes_the_project_files(home: Path, tmp_path: Path, mo
     assert not (home / ".claude.json").exists()
 
 
-def test_claude_desktop_gets_the_global_namespace_and_cursor_the_project(home: Path):
+def test_claude_desktop_gets_the_default_namespace_and_cursor_the_namespace_rule(home: Path):
     assert main(["install", "claude-desktop"]) == 0
     desktop = _read(home / ".config" / "Claude" / "claude_desktop_config.json")
-    assert desktop["mcpServers"]["smartsearch"]["args"][-2:] == ["--namespace", "global"]
+    assert desktop["mcpServers"]["smartsearch"]["args"][-2:] == ["--namespace", "default"]
     _write_json(home / ".cursor" / "mcp.json", {"mcpServers": {"other": {"command": "x"}}})
     assert main(["install", "cursor"]) == 0
     cursor = _read(home / ".cursor" / "mcp.json")["mcpServers"]
     assert set(cursor) == {"other", "smartsearch"}
-    assert cursor["smartsearch"]["args"][-2:] == ["--namespace", "auto"]
+    assert cursor["smartsearch"]["args"][-1] == "serve"
+    assert "--namespace" not in cursor["smartsearch"]["args"]
+
+
+def test_a_namespace_the_user_names_is_written_for_the_server_and_the_hooks(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("SMARTSEARCH_NAMESPACE", "work")
+    assert main(["install", "claude-code"]) == 0
+    server = _read(home / ".claude.json")["mcpServers"]["smartsearch"]
+    assert server["args"][-2:] == ["--namespace", "work"]
+    hooks = _read(home / ".claude" / "settings.json")["hooks"]["Stop"]
+    assert hooks[-1]["hooks"][0]["command"].endswith("hook claude-code stop --namespace work")
+
+
+def test_without_config_the_preset_this_machine_can_run_is_written(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+):
+    _installation_runs(monkeypatch, "offline")
+    assert main(["install", "cursor"]) == 0
+    args = _read(home / ".cursor" / "mcp.json")["mcpServers"]["smartsearch"]["args"]
+    assert args[-3:] == ["serve", "--config", "offline"]
 
 
 def test_codex_install_edits_only_its_table_and_uninstall_restores_the_file(home: Path):
@@ -135,7 +163,7 @@ def test_codex_install_edits_only_its_table_and_uninstall_restores_the_file(home
     data = tomllib.loads(config.read_text())
     assert data["model"] == "o4-mini" and data["profiles"]["fast"]["model"] == "gpt-5-mini"
     assert data["mcp_servers"]["docs"]["args"] == ["--port", "1"]
-    assert data["mcp_servers"]["smartsearch"]["args"][-3:] == ["serve", "--namespace", "auto"]
+    assert data["mcp_servers"]["smartsearch"]["args"][-1] == "serve"
     assert config.read_text().startswith(CODEX_TOML.rstrip("\n"))  # comments kept
     hooks = _read(home / ".codex" / "hooks.json")["hooks"]
     assert set(hooks) == {"UserPromptSubmit", "Stop"}

@@ -1,4 +1,6 @@
-"""Project namespaces: derived from the git root, stable, readable, distinct per checkout."""
+"""Namespaces: one rule for every command (--namespace, $SMARTSEARCH_NAMESPACE, the git project,
+the default); project namespaces derived from the git root, stable, readable, distinct per
+checkout."""
 
 from __future__ import annotations
 
@@ -7,7 +9,12 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.namespaces import project_namespace, project_root, resolve_auto
+from smartsearch_mcp.namespaces import (
+    choose_namespace,
+    directory_namespace,
+    project_namespace,
+    project_root,
+)
 from smartsearch_mcp.store import check_name
 
 
@@ -41,10 +48,40 @@ def test_two_checkouts_with_the_same_name_get_different_namespaces(tmp_path: Pat
     assert project_namespace(first) != project_namespace(second)
 
 
-def test_auto_resolves_to_the_project_and_other_names_pass_through(tmp_path: Path):
-    assert resolve_auto("auto", tmp_path) == project_namespace(tmp_path)
-    assert resolve_auto("work", tmp_path) == "work"
-    assert resolve_auto(None, tmp_path) is None
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "app"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    return repo
+
+
+def test_the_option_wins_then_the_environment_then_the_git_project(tmp_path: Path):
+    src = _repo(tmp_path) / "src"
+    assert choose_namespace("work", "env", src, "default").namespace == "work"
+    assert choose_namespace(None, "env", src, "default").namespace == "env"
+    chosen = choose_namespace(None, None, src, "default")
+    assert chosen.namespace == project_namespace(tmp_path / "app")
+    assert "git repository" in chosen.reason
+
+
+def test_outside_a_git_repository_the_default_namespace_is_used(tmp_path: Path):
+    chosen = choose_namespace(None, "", tmp_path, "mine")
+    assert chosen.namespace == "mine"
+    assert "not inside a git repository" in chosen.describe()
+
+
+def test_auto_skips_the_environment_and_applies_the_automatic_rule(tmp_path: Path):
+    repo = _repo(tmp_path)
+    assert choose_namespace("auto", "env", repo, "default").namespace == project_namespace(repo)
+    assert choose_namespace(None, "AUTO", tmp_path, "default").namespace == "default"
+
+
+def test_a_transcript_directory_outside_git_falls_to_the_default(tmp_path: Path):
+    repo = _repo(tmp_path)
+    assert directory_namespace(repo / "src") == project_namespace(repo)
+    assert directory_namespace(tmp_path) is None
+    gone = tmp_path / "elsewhere" / "webapp"  # a transcript from another machine
+    assert directory_namespace(gone) == project_namespace(gone)
 
 
 @given(st.text(min_size=1, max_size=80).filter(lambda s: "/" not in s and "\x00" not in s))

@@ -7,6 +7,7 @@ import os
 import sqlite3
 import stat
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import anyio
@@ -89,9 +90,10 @@ async def test_timestamps_are_normalized_and_the_original_kept(store):
         ],
     )
     turns = await store.get_turns(result.ids)
+    # One form, UTC with "Z": a time given without an offset is taken as UTC.
     assert [t.timestamp for t in turns] == [
-        "2023-05-08T13:56:00",
-        "2023-05-20T02:21:00",
+        "2023-05-08T13:56:00Z",
+        "2023-05-20T02:21:00Z",
         "2024-03-15T08:00:00Z",
         "2023-11-14T22:13:20Z",
     ]
@@ -137,10 +139,31 @@ async def test_sessions_track_first_and_last_timestamp_and_count(store):
     )
     (info,) = await store.list_sessions("ns")
     assert (info.first_timestamp, info.last_timestamp, info.turn_count) == (
-        "2023-05-01T00:00:00",
-        "2023-05-08T00:00:00",
+        "2023-05-01T00:00:00Z",
+        "2023-05-08T00:00:00Z",
         2,
     )
+
+
+async def test_naive_timestamps_of_an_older_database_read_as_utc_and_still_match(tmp_path):
+    path = tmp_path / "old.db"
+    store = await SQLiteStore.open(path)
+    given = TurnInput("met Ann", timestamp="2023-05-08 13:56")
+    first = await store.remember("ns", "s1", [given])
+    await store.close()
+    with sqlite3.connect(path) as db:  # as databases written before stored times had the Z
+        db.execute("UPDATE turns SET timestamp = rtrim(timestamp, 'Z')")
+    store = await SQLiteStore.open(path)
+    try:
+        [turn] = await store.get_turns(first.ids)
+        assert turn.timestamp == "2023-05-08T13:56:00Z"
+        again = await store.remember("ns", "s1", [given])
+        assert again.stored == 0 and again.ids == first.ids
+        since = datetime(2023, 5, 8, 13, 0, tzinfo=UTC)
+        window = Scope(namespaces=("ns",), since=since, until=since + timedelta(hours=1))
+        assert [t.id for t in await store.timeline_turns(window, 10)] == first.ids
+    finally:
+        await store.close()
 
 
 async def test_forget_by_ids_session_and_namespace(store):

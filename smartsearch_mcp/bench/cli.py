@@ -35,6 +35,20 @@ BASELINE_CHOICES = ("bm25", "full-context")
 DATA_ENV = "SMARTSEARCH_BENCH_DATA"
 
 
+# Where each benchmark's data comes from (public repositories) and what to pass.
+DATA_SOURCES: dict[str, str] = {
+    "locomo": "LoCoMo comes from https://github.com/snap-research/locomo: download "
+    "data/locomo10.json from it and pass that file (or a folder of per-conversation "
+    "files), e.g. `smartsearch-mcp bench locomo data/locomo10.json`.",
+    "beam": "BEAM comes from https://github.com/mohammadtavakoli78/BEAM: clone it and pass a "
+    "split folder holding 1/chat.json, 2/chat.json, ... (or one conversation folder), e.g. "
+    "`smartsearch-mcp bench beam BEAM/chats/100K`.",
+    "longmemeval": "LongMemEval comes from https://github.com/xiaowu0162/LongMemEval: get "
+    "longmemeval_s.json as its README describes and pass that file, e.g. "
+    "`smartsearch-mcp bench longmemeval longmemeval_s.json`.",
+}
+
+
 def run_bench(argv: list[str], config: Config, config_name: str | None) -> int:
     """Run `smartsearch-mcp bench` with the arguments after `bench`; return the exit code.
 
@@ -188,6 +202,8 @@ def _cmd_retrieval(
     from smartsearch_mcp.bench.runner import RunOptions, primary_budget, run_benchmark
     from smartsearch_mcp.tokens import get_token_counter
 
+    if not Path(args.path).exists():
+        raise InputError(f"{args.path}: no such file or folder. {DATA_SOURCES[args.bench]}")
     budgets = _parse_budgets(args.budgets)
     categories = _split(args.categories)
     if args.bench == "locomo":

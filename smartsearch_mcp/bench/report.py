@@ -402,7 +402,7 @@ def _pyplot() -> Any:
         import matplotlib
     except ImportError as exc:
         raise InputError(
-            "plots need matplotlib: pip install 'smartsearch-mcp[bench]' (or pass --no-plots)"
+            "plots need matplotlib: pip install -e '.[bench]' (or pass --no-plots)"
         ) from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

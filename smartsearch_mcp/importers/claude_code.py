@@ -27,8 +27,8 @@ from typing import Any
 
 from smartsearch_mcp.importers.claude import content_text
 from smartsearch_mcp.importers.json_files import bounded_lines, check_regular_file
-from smartsearch_mcp.namespaces import project_namespace
-from smartsearch_mcp.types import InputError, SessionInput, TurnInput
+from smartsearch_mcp.namespaces import directory_namespace
+from smartsearch_mcp.types import DEFAULT_NAMESPACE, InputError, SessionInput, TurnInput
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +88,9 @@ def read_claude_code(path: str | Path) -> Iterator[tuple[str | None, SessionInpu
             grouped.setdefault(item.session_id or file.stem, []).append(item)
         for session_id, items in grouped.items():
             cwd = next((i.cwd for i in items if i.cwd), None)
-            namespace = project_namespace(cwd) if cwd else None
+            # Where the capture hook would have put it: the git project of the session's
+            # directory, else the default namespace.
+            namespace = (directory_namespace(cwd) or DEFAULT_NAMESPACE) if cwd else None
             sessions.append(
                 (namespace, SessionInput(SESSION_PREFIX + session_id, [i.turn for i in items]))
             )

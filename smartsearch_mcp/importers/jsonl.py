@@ -4,10 +4,17 @@ round-trips.
 Each line is a JSON object with `text` (required) and optionally `session_id`, `namespace`,
 `speaker`, `role` (user|assistant|other), `timestamp` / `timestamp_raw` (string or number) and
 `metadata` (object). Export's other keys (`id`, `position`, `created_at`) are ignored on import.
+
+Importing what `export` wrote stores nothing new: export keeps each turn's `session_id`, and
+marks a timestamp the store generated (`"timestamp_generated": true`, the turn was given
+without one) so the imported turn is recognised as the same. Lines without a `session_id`
+get a session id derived from the first such line of their namespace (`jsonl-<hash>`), so
+importing the same file again — or the file with lines appended — adds only what is new.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Iterable, Iterator
@@ -33,6 +40,7 @@ KNOWN_KEYS = frozenset(
         "timestamp_raw",
         "created_at",
         "metadata",
+        "timestamp_generated",
     }
 )
 
@@ -78,9 +86,16 @@ def parse_jsonl_lines(lines: Iterable[str], *, source: str = "input") -> list[Na
     if ignored:
         logger.debug("%s: ignored unknown keys %s", source, sorted(ignored))
     return [
-        (namespace, SessionInput(session_id=session_id, turns=turns))
+        (namespace, SessionInput(session_id or _derived_session_id(namespace, turns), turns))
         for (namespace, session_id), turns in groups.items()
     ]
+
+
+def _derived_session_id(namespace: str | None, turns: list[TurnInput]) -> str:
+    """A session id for lines that carry none, the same on every import of the same lines."""
+    first = turns[0]
+    key = json.dumps([namespace, first.text, first.speaker, first.role, first.timestamp])
+    return "jsonl-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _load_object(line: str, where: str) -> dict[str, Any]:
@@ -118,7 +133,15 @@ def _turn(record: dict[str, Any], where: str) -> TurnInput:
         timestamp=_timestamp(record, where),
         metadata=metadata,
         source=where,
+        timestamp_generated=_flag(record, "timestamp_generated", where),
     )
+
+
+def _flag(record: dict[str, Any], key: str, where: str) -> bool:
+    value = record.get(key, False)
+    if not isinstance(value, bool):
+        raise InputError(f"{where}: '{key}' must be true or false, got {describe(value)}")
+    return value
 
 
 def _timestamp(record: dict[str, Any], where: str) -> str | None:

