@@ -176,6 +176,11 @@ class RecallResult:
     candidates: int = 0
     score_at_cut: float | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # Why truncation stopped: "threshold" (the next passage's confidence fell below
+    # truncation.alpha x the best), "top_k", "budget" or "exhausted" (every candidate kept).
+    stop_reason: str = "exhausted"
+    # How sure the ranking is of each returned passage, in [0, 1] (see rank.ranking_confidence).
+    confidence: list[float] = field(default_factory=list)
 
 
 class Scorer(Protocol):

@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 import anyio
 import anyio.to_thread
 
+from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
+from smartsearch_mcp.pipeline.retrieve import in_time_range, range_bounds
 from smartsearch_mcp.types import Candidate, Scored
 
 log = logging.getLogger(__name__)
@@ -144,6 +146,80 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
     ]
     order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
     return [out[i] for i in order]
+
+
+# Rankers that are priors rather than evidence of relevance: they do not make a passage
+# more certain (the speaker flag is 1 for every turn of the named person).
+PRIOR_RANKERS = frozenset({"speaker"})
+
+
+def ranking_confidence(scored: Sequence[Scored]) -> list[float]:
+    """How sure the ranking is of each passage, in [0, 1], in `scored`'s order.
+
+    Fused RRF scores are ranks, not confidence: every query has a first passage. Instead each
+    ranker's own scores (cosine, BM25, the grep score...) are calibrated over this query's
+    candidates — 0 at the median candidate, 1 at that ranker's best — and averaged over the
+    rankers. A passage every ranker puts well above the typical candidate is near 1; one a
+    single ranker likes, or that only matches like everything else does, is low. A precise
+    question has one or a few passages far above the rest; a vague one has many alike.
+    Without per-ranker scores the fused score is calibrated the same way.
+    """
+    if not scored:
+        return []
+    names = sorted({n for item in scored for n in item.ranker_scores} - PRIOR_RANKERS)
+    columns = [[item.ranker_scores.get(n, math.nan) for item in scored] for n in names]
+    if not columns:
+        columns = [[item.score for item in scored]]
+    calibrated = [_above_median(column) for column in columns]
+    return [sum(values) / len(values) for values in zip(*calibrated, strict=True)]
+
+
+def _above_median(values: Sequence[float]) -> list[float]:
+    """Each value's place between the median (0) and the best (1) of `values`, clipped;
+    unknown (NaN) values are 0."""
+    known = sorted(v for v in values if math.isfinite(v))
+    if not known:
+        return [0.0] * len(values)
+    middle = len(known) // 2
+    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+    span = known[-1] - median
+    if span <= 0:
+        return [1.0 if math.isfinite(v) and v >= known[-1] else 0.0 for v in values]
+    return [min(1.0, max(0.0, (v - median) / span)) if math.isfinite(v) else 0.0 for v in values]
+
+
+def prefer_time_range(
+    scored: Sequence[Scored], time_range: DateRange | None
+) -> tuple[list[Scored], str | None]:
+    """Passages inside the question's time range first, then the others, each group in its
+    ranked order; and a warning when none is inside (the ranking is then unchanged).
+
+    A passage is inside when its turn was said in the range or its text names a date in it
+    (`retrieve.in_time_range`). Inside passages are raised by the best score so that scores
+    stay sorted: "What did we decide last week?" is about last week, however well an older
+    decision matches the words.
+    """
+    if time_range is None or not scored:
+        return list(scored), None
+    bounds = range_bounds(time_range)
+    inside = [in_time_range(item.candidate.passage, bounds) for item in scored]
+    if not any(inside):
+        when = time_range.expression or "the question's dates"
+        return list(scored), (
+            f"nothing recalled falls in {when!r} ({time_range.start:%Y-%m-%d} to "
+            f"{time_range.end:%Y-%m-%d}, end excluded); these are the best matches from any time"
+        )
+    if all(inside):
+        return list(scored), None
+    lift = max(0.0, max(item.score for item in scored)) - min(
+        item.score for item, ok in zip(scored, inside, strict=True) if ok
+    )
+    raised = [
+        dataclasses.replace(item, score=item.score + lift) if ok else item
+        for item, ok in zip(scored, inside, strict=True)
+    ]
+    order = sorted(range(len(raised)), key=lambda i: (not inside[i], i))
+    return [raised[i] for i in order], None
 
 
 def _mean_of_best(values: Sequence[float], top_n: int) -> float:

@@ -32,8 +32,11 @@ from smartsearch_mcp.pipeline.rank import (
     add_session_support,
     credit_replied_turns,
     fuse,
+    prefer_time_range,
+    ranking_confidence,
     run_scorers,
 )
+from smartsearch_mcp.pipeline.render import RenderedCost
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
     Corpus,
@@ -51,7 +54,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     top_indices,
 )
 from smartsearch_mcp.pipeline.scan import ScanResult, ScopeIndex, scan_scope
-from smartsearch_mcp.pipeline.truncate import truncate_to_budget
+from smartsearch_mcp.pipeline.truncate import Truncation, truncate_to_budget
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any, fts_quote
 from smartsearch_mcp.store.sqlite import CONTEXT_SUFFIX
@@ -186,29 +189,42 @@ class RecallPipeline:
         return self.truncate(ranking, max_tokens)
 
     def truncate(self, ranking: Ranking, max_tokens: int) -> RecallResult:
-        """Stage 5: score-adaptive truncation of a ranking to `max_tokens`."""
+        """Stage 5: score-adaptive truncation of a ranking to `max_tokens` of returned text."""
         started = time.perf_counter()
         cfg = self.config.truncation
         # top_k is meant for the default budget; a larger budget may keep proportionally more.
         top_k = cfg.top_k
         if top_k > 0 and max_tokens > cfg.max_tokens:
             top_k = math.ceil(top_k * max_tokens / cfg.max_tokens)
-        cut = truncate_to_budget(
-            ranking.scored,
-            max_tokens,
-            self.token_counter(),
-            top_k=top_k,
-            alpha=cfg.alpha,
-            min_passages=cfg.min_passages,
-        )
-        timings = dict(ranking.timings_ms)
-        timings["truncate"] = (time.perf_counter() - started) * 1000
+        confidence = ranking_confidence(ranking.scored)
         warnings = list(ranking.warnings)
+
+        def cut_with(notes: list[str]) -> Truncation:
+            cost = RenderedCost(
+                self.token_counter(), ranking.query, ranking.rankers, ranking.hops, notes
+            )
+            return truncate_to_budget(
+                ranking.scored,
+                max_tokens,
+                self.token_counter(),
+                top_k=top_k,
+                alpha=cfg.alpha,
+                min_passages=cfg.min_passages,
+                confidence=confidence,
+                cost=cost,
+            )
+
+        cut = cut_with(warnings)
         if cut.clipped:
             warnings.append(
                 "the best passage alone exceeds max_tokens and was cut short; raise max_tokens "
                 "to see all of it"
             )
+            cut = cut_with(warnings)
+        timings = dict(ranking.timings_ms)
+        timings["truncate"] = (time.perf_counter() - started) * 1000
+        by_item = zip(ranking.scored, confidence, strict=True)
+        kept_confidence = {id(item): value for item, value in by_item}
         return RecallResult(
             passages=cut.kept,
             tokens_used=cut.tokens_used,
@@ -219,6 +235,8 @@ class RecallPipeline:
             candidates=len(ranking.candidates),
             score_at_cut=cut.score_at_cut,
             timings_ms=timings,
+            stop_reason=cut.reason,
+            confidence=[kept_confidence.get(id(item), confidence[0]) for item in cut.kept],
         )
 
     async def rank(self, query: str, scope: Scope, reference: datetime | None = None) -> Ranking:
@@ -233,6 +251,9 @@ class RecallPipeline:
             nlp = await anyio.to_thread.run_sync(self.models.get_nlp)
         analysis = analyze_query(query, nlp, reference)
         clock = lap(timings, "analyze", clock)
+        warnings.extend(analysis.warnings)
+        if not analysis.has_content:  # nothing to search for: no passages, and a warning
+            return Ranking(query, analysis, [], [], [], warnings, timings_ms=timings)
 
         cfg = self.config.retrieval
         exp = self.config.expansion
@@ -359,6 +380,9 @@ class RecallPipeline:
             budget,
         )
         warnings.extend(rank_warnings)
+        scored, outside = prefer_time_range(scored, analysis.time_range)
+        if outside is not None:
+            warnings.append(outside)
         if (message := budget.warning()) is not None:
             warnings.append(message)
             if self.on_backlog is not None:
