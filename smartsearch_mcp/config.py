@@ -138,7 +138,11 @@ class RankConfig:
 class TruncationConfig:
     max_tokens: int = 1500
     top_k: int = 60  # at the default max_tokens; scaled up for larger budgets
-    alpha: float = 0.0  # keep passages scoring >= alpha * best (0 disables the threshold)
+    # Score-adaptive stop, 0 <= alpha < 1: stop at the first passage whose confidence
+    # (rank.ranking_confidence, 0..1) is below alpha x the first passage's; 0 disables it.
+    # 0.05: LoCoMo offline -0.4 point recall for 7 % fewer tokens at 1,500; small memories
+    # return a median of 6 passages for a precise question (README, bench small).
+    alpha: float = 0.05
     min_passages: int = 1
     tokenizer: str = "o200k_base"
 

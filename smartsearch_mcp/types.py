@@ -149,11 +149,13 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A candidate after ranking: its fused score and each ranker's raw score."""
+    """A candidate after ranking: its fused score, each ranker's raw score, and how sure the
+    ranking is of it (0 to 1; None until computed, see rank.ranking_confidence)."""
 
     candidate: Candidate
     score: float
     ranker_scores: dict[str, float] = field(default_factory=dict)
+    confidence: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,6 +131,7 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
             turn = passage.turn
             first_passage[(turn.namespace, turn.session_id, turn.position)] = index
     raised = [item.score for item in scored]
+    sure = [item.confidence for item in scored]
     order_key = [float(index) for index in range(len(scored))]
     for index, item in enumerate(scored):
         turn = item.candidate.passage.turn
@@ -140,8 +141,13 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
         if answered is not None and credit * item.score > raised[answered]:
             raised[answered] = credit * item.score
             order_key[answered] = index - 0.5
+            # ...and is as certain as the reply that lifted it
+            if item.confidence is not None:
+                sure[answered] = max(sure[answered] or 0.0, credit * item.confidence)
     out = [
-        item if raised[i] == item.score else dataclasses.replace(item, score=raised[i])
+        item
+        if raised[i] == item.score and sure[i] == item.confidence
+        else dataclasses.replace(item, score=raised[i], confidence=sure[i])
         for i, item in enumerate(scored)
     ]
     order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
@@ -162,16 +168,29 @@ def ranking_confidence(scored: Sequence[Scored]) -> list[float]:
     rankers. A passage every ranker puts well above the typical candidate is near 1; one a
     single ranker likes, or that only matches like everything else does, is low. A precise
     question has one or a few passages far above the rest; a vague one has many alike.
-    Without per-ranker scores the fused score is calibrated the same way.
+    Without per-ranker scores the fused score is calibrated the same way. Passages that
+    carry a confidence already (see `with_confidence`) keep it.
     """
     if not scored:
         return []
+    if all(item.confidence is not None for item in scored):
+        return [float(item.confidence) for item in scored]  # type: ignore[arg-type]
     names = sorted({n for item in scored for n in item.ranker_scores} - PRIOR_RANKERS)
     columns = [[item.ranker_scores.get(n, math.nan) for item in scored] for n in names]
     if not columns:
         columns = [[item.score for item in scored]]
     calibrated = [_above_median(column) for column in columns]
     return [sum(values) / len(values) for values in zip(*calibrated, strict=True)]
+
+
+def with_confidence(scored: Sequence[Scored]) -> list[Scored]:
+    """`scored` with each passage's `ranking_confidence` attached (computed once, right after
+    fusion, so that later adjustments can carry it: see `credit_replied_turns`)."""
+    values = ranking_confidence([dataclasses.replace(item, confidence=None) for item in scored])
+    return [
+        dataclasses.replace(item, confidence=value)
+        for item, value in zip(scored, values, strict=True)
+    ]
 
 
 def _above_median(values: Sequence[float]) -> list[float]:

@@ -35,6 +35,7 @@ from smartsearch_mcp.pipeline.rank import (
     prefer_time_range,
     ranking_confidence,
     run_scorers,
+    with_confidence,
 )
 from smartsearch_mcp.pipeline.render import RenderedCost
 from smartsearch_mcp.pipeline.retrieve import (
@@ -463,7 +464,7 @@ class RecallPipeline:
                 warnings.append("no learned ranker available; ranked by lexical scores only")
         weights = {name: self.config.rank.weights.get(name, 1.0) for name in scores}
         rank_cfg = self.config.rank
-        fused = fuse(candidates, scores, rank_cfg.rrf_k, weights)
+        fused = with_confidence(fuse(candidates, scores, rank_cfg.rrf_k, weights))
         fused = add_session_support(
             fused, rank_cfg.session_weight, rank_cfg.session_top, rank_cfg.session_window
         )

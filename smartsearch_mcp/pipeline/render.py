@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from smartsearch_mcp.tokens import TokenCounter
 from smartsearch_mcp.types import Hop, Scored
 
-# The query is quoted in the no-match line; a long one is shortened there.
-SHOWN_QUERY_CHARS = 80
 # A heading's dates are "YYYY-MM-DD" joined by ", "; each date after the first costs this.
 _EXTRA_DATE = ", 2000-01-01"
 
@@ -58,9 +56,9 @@ _LONGEST_STOP = ("threshold", 0.0)
 
 
 def no_match_line(query: str) -> str:
-    """The first line of a recall without passages."""
-    shown = query if len(query) <= SHOWN_QUERY_CHARS else query[:SHOWN_QUERY_CHARS] + "…"
-    return f"No stored memory matched {shown!r}."
+    """The first line of a recall without passages (the query is not repeated: the agent
+    has it, and a long one would not fit a small budget)."""
+    return "No stored memory matched the query."
 
 
 def session_heading(session_id: str, namespace: str | None, dates: Sequence[str]) -> str:
