@@ -15,9 +15,6 @@ from dataclasses import dataclass, field
 from smartsearch_mcp.tokens import TokenCounter
 from smartsearch_mcp.types import Hop, Scored
 
-# A heading's dates are "YYYY-MM-DD" joined by ", "; each date after the first costs this.
-_EXTRA_DATE = ", 2000-01-01"
-
 
 def _count_noun(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
@@ -61,19 +58,22 @@ def no_match_line(query: str) -> str:
     return "No stored memory matched the query."
 
 
-def session_heading(session_id: str, namespace: str | None, dates: Sequence[str]) -> str:
-    """A session's heading (preceded by a blank line); `namespace` only when several are shown."""
+def session_heading(session_id: str, namespace: str | None, day: str) -> str:
+    """The heading of one day of a session (preceded by a blank line); `namespace` only when
+    several are shown. A session over several days has a heading per day."""
     where = f" [{namespace}]" if namespace else ""
-    return f"\n## Session {session_id}{where} — {', '.join(dates) or 'undated'}"
+    return f"\n## Session {session_id}{where} — {day or 'undated'}"
 
 
 def passage_line(scored: Scored) -> str:
-    """One passage as the agent reads it: time, speaker, turn id, text."""
+    """One passage as the agent reads it: time of day (the heading has the date), speaker,
+    turn id, text."""
     passage = scored.candidate.passage
     turn = passage.turn
     who = turn.speaker or turn.role
-    when = (turn.timestamp or "")[:16].replace("T", " ")
-    return f"[{when}] {who} (turn {turn.id}): {passage.text}"
+    clock = (turn.timestamp or "")[11:16]
+    when = f"[{clock}] " if clock else ""
+    return f"{when}{who} (turn {turn.id}): {passage.text}"
 
 
 def hop_line(hop: Hop) -> str:
@@ -94,27 +94,27 @@ def render_recall(
     stop_reason: str = "exhausted",
     score_at_cut: float | None = None,
 ) -> str:
-    """The text of a recall: passages grouped by session, sessions in time order, with dates."""
+    """The text of a recall: passages grouped by session and day, in time order, under a
+    heading with the date; each line gives the time of day."""
     if not passages:
         lines = [no_match_line(query)]
     else:
-        groups: dict[tuple[str, str], list[Scored]] = {}
+        groups: dict[tuple[str, str, str], list[Scored]] = {}
         for scored in passages:
             turn = scored.candidate.passage.turn
-            groups.setdefault((turn.namespace, turn.session_id), []).append(scored)
+            key = (turn.namespace, turn.session_id, _day(turn.timestamp))
+            groups.setdefault(key, []).append(scored)
         ordered = sorted(
             groups.items(),
             key=lambda item: min(s.candidate.passage.turn.timestamp or "" for s in item[1]),
         )
+        sessions = len({(namespace, session) for namespace, session, _ in groups})
         lines = [
-            summary_line(
-                len(passages), len(groups), tokens_used, rankers, stop_reason, score_at_cut
-            )
+            summary_line(len(passages), sessions, tokens_used, rankers, stop_reason, score_at_cut)
         ]
-        many_namespaces = len({ns for ns, _ in groups}) > 1
-        for (namespace, session_id), items in ordered:
-            dates = sorted({_day(s.candidate.passage.turn.timestamp) for s in items} - {""})
-            lines.append(session_heading(session_id, namespace if many_namespaces else None, dates))
+        many_namespaces = len({namespace for namespace, _, _ in groups}) > 1
+        for (namespace, session_id, day), items in ordered:
+            lines.append(session_heading(session_id, namespace if many_namespaces else None, day))
             for scored in sorted(
                 items, key=lambda s: (s.candidate.passage.turn.position, s.candidate.passage.start)
             ):
@@ -128,8 +128,8 @@ def render_recall(
 @dataclass
 class RenderedCost:
     """Prices passages by the text they add to a recall (see `render_recall`), as truncation
-    adds them one by one: the passage's line, its session's heading when it opens a session,
-    and its date when it adds one to a heading. `fixed` is what the text holds whatever is
+    adds them one by one: the passage's line, and its heading when it opens a day of a
+    session. `fixed` is what the text holds whatever is
     kept: the first line (at its longest), multi-hop notes and warnings.
 
     Line by line counts can differ from counting the whole text by a token here and there;
@@ -141,7 +141,7 @@ class RenderedCost:
     rankers: Sequence[str]
     hops: Sequence[Hop] = ()
     warnings: Sequence[str] = ()
-    _sessions: dict[tuple[str, str], set[str]] = field(default_factory=dict)
+    _groups: set[tuple[str, str, str]] = field(default_factory=set)
 
     def fixed(self, max_tokens: int) -> int:
         """Tokens the text holds whatever passages are kept."""
@@ -156,26 +156,21 @@ class RenderedCost:
         return first + sum(self.counter.count("\n" + line) for line in notes)
 
     def reset(self) -> None:
-        self._sessions.clear()
+        self._groups.clear()
 
     def cost(self, scored: Scored) -> int:
         """What adding `scored` to the kept passages adds to the text (not yet recorded)."""
         turn = scored.candidate.passage.turn
         tokens = self.counter.count("\n" + passage_line(scored))
-        dates = self._sessions.get((turn.namespace, turn.session_id))
         day = _day(turn.timestamp)
-        if dates is None:
-            tokens += self.counter.count(session_heading(turn.session_id, turn.namespace, [day]))
-        elif day and day not in dates:
-            tokens += self.counter.count(_EXTRA_DATE)
+        if (turn.namespace, turn.session_id, day) not in self._groups:
+            tokens += self.counter.count(session_heading(turn.session_id, turn.namespace, day))
         return tokens
 
     def add(self, scored: Scored) -> None:
         """Record that `scored` was kept."""
         turn = scored.candidate.passage.turn
-        dates = self._sessions.setdefault((turn.namespace, turn.session_id), set())
-        if day := _day(turn.timestamp):
-            dates.add(day)
+        self._groups.add((turn.namespace, turn.session_id, _day(turn.timestamp)))
 
     def total(self, kept: Sequence[Scored], max_tokens: int) -> int:
         """Tokens of the whole text for `kept`, counted as rendered (the summary line with
