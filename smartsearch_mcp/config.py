@@ -109,6 +109,11 @@ class RankConfig:
     # The user turn an assistant passage replies to rises to at least reply_credit x that
     # passage's fused score (0 disables).
     reply_credit: float = 0.0
+    # Current facts first, 0 <= supersede <= 1: among the first SUPERSEDE_WINDOW passages, a
+    # later turn whose bi-encoder similarity to a higher-ranked earlier turn is at least
+    # supersede (and whose confidence is at least half of its) rises just above it — a plan
+    # moved, a version upgraded. Both stay. 0 disables; needs the bi_encoder ranker.
+    supersede: float = 0.0
     # A recall embeds at most this many passages that have no cached vector yet; the rest
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.
@@ -130,6 +135,8 @@ class RankConfig:
             raise ConfigError("config key rank.embed_on_recall must not be negative")
         if not 0 <= self.reply_credit <= 1:
             raise ConfigError("config key rank.reply_credit must be between 0 and 1")
+        if not 0 <= self.supersede <= 1:
+            raise ConfigError("config key rank.supersede must be between 0 and 1")
         if self.session_window < 0:
             raise ConfigError("config key rank.session_window must not be negative")
 

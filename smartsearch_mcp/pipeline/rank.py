@@ -8,6 +8,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -205,6 +206,57 @@ def _above_median(values: Sequence[float]) -> list[float]:
     if span <= 0:
         return [1.0 if math.isfinite(v) and v >= known[-1] else 0.0 for v in values]
     return [min(1.0, max(0.0, (v - median) / span)) if math.isfinite(v) else 0.0 for v in values]
+
+
+SUPERSEDE_WINDOW = 10
+SUPERSEDE_CONFIDENCE = 0.5
+
+
+def prefer_later_restatements(
+    scored: Sequence[Scored], similarity: Any, threshold: float
+) -> list[Scored]:
+    """Current facts first: among the first `SUPERSEDE_WINDOW` passages, a turn said in a
+    later session than a higher-ranked one about the same thing — similarity[i][j] (in the
+    order of `scored`) at least `threshold`, confidence at least `SUPERSEDE_CONFIDENCE` x
+    its — moves just above it and takes its score. A plan moved, a version upgraded, a
+    person replaced: the later statement is the current one; the earlier stays, below it.
+    threshold <= 0
+    returns the input unchanged.
+    """
+    if threshold <= 0 or len(scored) < 2:
+        return list(scored)
+    window = min(SUPERSEDE_WINDOW, len(scored))
+    order = list(range(len(scored)))
+    scores = [item.score for item in scored]
+    for j in range(1, window):
+        later = scored[j]
+        for position in range(order.index(j)):
+            i = order[position]
+            if i >= window or not _supersedes(later, scored[i], similarity[i][j], threshold):
+                continue
+            order.remove(j)
+            order.insert(position, j)
+            scores[j] = max(scores[j], scores[i])
+            break
+    out = [
+        scored[k]
+        if scores[k] == scored[k].score
+        else dataclasses.replace(scored[k], score=scores[k])
+        for k in order
+    ]
+    return out
+
+
+def _supersedes(later: Scored, earlier: Scored, similarity: float, threshold: float) -> bool:
+    new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
+    # Turns of one session follow each other on one topic: that is conversation, not an
+    # update. A restatement comes back to the subject in a later session.
+    if new.session_id == old.session_id or not float(similarity) >= threshold:
+        return False
+    if (new.timestamp or "", new.id) <= (old.timestamp or "", old.id):
+        return False
+    sure, than = later.confidence, earlier.confidence
+    return sure is None or than is None or sure >= SUPERSEDE_CONFIDENCE * than
 
 
 def prefer_time_range(

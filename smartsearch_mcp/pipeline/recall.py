@@ -28,10 +28,12 @@ from smartsearch_mcp.pipeline.expand import expand_entities
 from smartsearch_mcp.pipeline.lexical import EntityMention, find_entity_mentions
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.rank import (
+    SUPERSEDE_WINDOW,
     ScoreJob,
     add_session_support,
     credit_replied_turns,
     fuse,
+    prefer_later_restatements,
     prefer_time_range,
     ranking_confidence,
     run_scorers,
@@ -428,6 +430,7 @@ class RecallPipeline:
             if scorer is not None:
                 jobs[kind] = _bind(scorer.score, query, texts)
         use_context = "context" in self.config.rank.scorers
+        passage_vectors: np.ndarray | None = None
         # Every configured learned ranker is missing: degrade to the bi-encoder before
         # falling back to lexical scores alone.
         degrade = bool(wanted) and not jobs and "bi_encoder" not in wanted
@@ -441,6 +444,7 @@ class RecallPipeline:
                 qv = await anyio.to_thread.run_sync(bi_encoder.embed_query, embedded_query)
             if use_bi:
                 vectors = await self._candidate_vectors(corpus, indices, bi_encoder, budget)
+                passage_vectors = vectors
                 jobs["bi_encoder"] = _constant((vectors @ qv).astype(float).tolist())
                 if degrade:
                     warnings.append("configured rankers unavailable; ranked with the bi-encoder")
@@ -469,6 +473,11 @@ class RecallPipeline:
             fused, rank_cfg.session_weight, rank_cfg.session_top, rank_cfg.session_window
         )
         fused = credit_replied_turns(fused, rank_cfg.reply_credit)
+        if rank_cfg.supersede > 0 and passage_vectors is not None:
+            row = {c.passage.key: i for i, c in enumerate(candidates)}
+            top = fused[:SUPERSEDE_WINDOW]
+            picked = passage_vectors[[row[s.candidate.passage.key] for s in top]]
+            fused = prefer_later_restatements(fused, picked @ picked.T, rank_cfg.supersede)
         return fused, sorted(scores), _dedupe(warnings), timings
 
     # ------------------------------------------------------------------ corpora
