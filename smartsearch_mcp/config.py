@@ -147,6 +147,7 @@ class TruncationConfig:
     top_k: int = 60  # at the default max_tokens; scaled up for larger budgets
     # Score-adaptive stop, 0 <= alpha < 1: stop at the first passage whose confidence
     # (rank.ranking_confidence, 0..1) is below alpha x the first passage's; 0 disables it.
+    # It applies to budgets up to max_tokens; a larger budget is filled.
     # 0.05: LoCoMo offline -0.4 point recall for 7 % fewer tokens at 1,500; small memories
     # return a median of 6 passages for a precise question (README, bench small).
     alpha: float = 0.05

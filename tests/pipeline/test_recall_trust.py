@@ -239,3 +239,16 @@ async def test_the_structured_output_says_why_recall_stopped(store):
     assert all(0.0 <= p.confidence <= 1.0 for p in output.passages)
     text = format_recall("Biscuit paw vet", result)
     assert text.splitlines()[0].endswith(").")
+
+
+async def test_the_threshold_stops_early_at_the_default_budget_but_not_above_it(store):
+    turns = [TurnInput("The Porto Airbnb near Ribeira is booked for February.", "Dana")]
+    turns += [TurnInput(f"Porto note {i}: the weather was grey.", "Dana") for i in range(30)]
+    await store.remember("ns", "s", turns)
+    pipeline = _pipeline(store, alpha=0.5, max_tokens=1500)
+    ranking = await pipeline.rank("Airbnb near Ribeira in Porto", SCOPE, NOW)
+    default = pipeline.truncate(ranking, 1500)
+    larger = pipeline.truncate(ranking, 3000)
+    assert default.stop_reason == "threshold"
+    assert len(default.passages) < len(larger.passages)
+    assert larger.stop_reason == "exhausted"
