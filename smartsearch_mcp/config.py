@@ -147,10 +147,10 @@ class TruncationConfig:
     top_k: int = 60  # at the default max_tokens; scaled up for larger budgets
     # Score-adaptive stop, 0 <= alpha < 1: stop at the first passage whose confidence
     # (rank.ranking_confidence, 0..1) is below alpha x the first passage's; 0 disables it.
-    # It applies to budgets up to max_tokens; a larger budget is filled.
-    # 0.05: LoCoMo offline -0.4 point recall for 7 % fewer tokens at 1,500; small memories
-    # return a median of 6 passages for a precise question (README, bench small).
-    alpha: float = 0.05
+    # It applies to budgets up to max_tokens; a larger budget is filled. 0.03: LoCoMo
+    # offline at 1,500 tokens -0.2 point recall for 7 % fewer tokens (0.05: -0.6 point,
+    # measured, too much); see README and `bench small`.
+    alpha: float = 0.03
     min_passages: int = 1
     tokenizer: str = "o200k_base"
 
