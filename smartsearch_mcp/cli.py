@@ -307,8 +307,8 @@ def build_parser() -> argparse.ArgumentParser:
         "bench",
         parents=[common],
         help="run a benchmark (see README)",
-        description="Benchmarks: locomo PATH | beam PATH | longmemeval FILE | scale | report "
-        "DIR... — run `smartsearch-mcp bench locomo --help` (etc.) for each one's options.",
+        description="Benchmarks: locomo PATH | beam PATH | longmemeval FILE | small | scale | "
+        "report DIR... — run `smartsearch-mcp bench locomo --help` (etc.) for each one's options.",
     )
     bench.add_argument("bench_args", nargs=argparse.REMAINDER)
     bench.set_defaults(handler=_cmd_bench)

@@ -250,6 +250,44 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
     return best[2] if best is not None else None
 
 
+# A day or month named without a year in a turn ("on December 3rd", "in March") is the
+# occurrence nearest the turn's own time: plans look ahead as often as memories look back.
+_NEAREST_KINDS = frozenset({"day_month", "month_day", "in_month"})
+_HALF_YEAR = timedelta(days=183)
+
+
+def mentioned_ranges(text: str, reference: datetime) -> list[DateRange]:
+    """Every date expression in `text` (a turn), resolved against `reference` (when the
+    turn was said): "on December 3rd", "3 Dec 2026", "yesterday", "last week", ... — the
+    same expressions `find_time_range` reads, in text order, overlapping ones once. A day
+    or month without a year is the occurrence nearest `reference`, before or after."""
+    found: list[tuple[int, int, DateRange]] = []
+    for kind, pattern in _TIME_PATTERNS:
+        for match in pattern.finditer(text):
+            resolved = _resolve(kind, match, reference)
+            if resolved is None:
+                continue
+            span, begin = resolved
+            if kind in _NEAREST_KINDS and reference - span.start > _HALF_YEAR:
+                try:
+                    span = DateRange(
+                        span.start.replace(year=span.start.year + 1),
+                        span.end.replace(year=span.end.year + 1),
+                        span.expression,
+                    )
+                except ValueError:  # 29 February
+                    continue
+            found.append((begin, match.end(), span))
+    found.sort(key=lambda item: (item[0], -(item[1] - item[0])))
+    out: list[DateRange] = []
+    end = -1
+    for begin, finish, span in found:
+        if begin >= end:
+            out.append(span)
+            end = finish
+    return out
+
+
 def _resolve(kind: str, match: re.Match[str], reference: datetime) -> tuple[DateRange, int] | None:
     """The range `match` means and where its expression starts (lead-ins like "in" dropped)."""
     groups = match.groupdict()

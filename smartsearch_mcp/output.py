@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, StrictFloat, StrictInt, StrictStr
 
 from smartsearch_mcp.dates import format_timestamp
 from smartsearch_mcp.grep import GrepResult
+from smartsearch_mcp.pipeline.render import render_recall
 from smartsearch_mcp.timeline import TimelineResult
 from smartsearch_mcp.types import RecallResult, Scored
 
@@ -47,6 +48,10 @@ class PassageOut(BaseModel):
     text: str = Field(description="The passage: the whole turn, or a slice of a long turn.")
     timestamp: str | None
     score: float
+    confidence: float = Field(
+        description="How sure the ranking is of this passage, 0 to 1 (1: every ranker puts "
+        "it at the top, far above the typical candidate)."
+    )
     metadata: dict[str, Any]
     start: int = Field(description="Character offset of the passage in the turn's text.")
     end: int
@@ -66,6 +71,14 @@ class RecallOutput(BaseModel):
     warnings: list[str]
     hops: list[HopOut] = Field(description="Multi-hop expansions: entity -> turns it added.")
     candidates: int = Field(description="Candidates handed to the rankers.")
+    stop_reason: str = Field(
+        description="Why no more passages were returned: 'threshold' (the next one's "
+        "confidence fell well below the best's), 'top_k', 'budget' (max_tokens reached) or "
+        "'exhausted' (every candidate returned, or none: see warnings)."
+    )
+    score_at_cut: float | None = Field(
+        description="Confidence of the best passage left out (None when none was)."
+    )
 
 
 class ForgetOutput(BaseModel):
@@ -131,17 +144,27 @@ class TimelineOutput(BaseModel):
 
 def recall_output(result: RecallResult) -> RecallOutput:
     return RecallOutput(
-        passages=[_passage_out(s) for s in result.passages],
+        passages=[
+            _passage_out(s, c) for s, c in zip(result.passages, _confidences(result), strict=True)
+        ],
         tokens_used=result.tokens_used,
         max_tokens=result.max_tokens,
         rankers=result.rankers,
         warnings=result.warnings,
         hops=[HopOut(**asdict(h)) for h in result.hops],
         candidates=result.candidates,
+        stop_reason=result.stop_reason,
+        score_at_cut=None if result.score_at_cut is None else round(result.score_at_cut, 6),
     )
 
 
-def _passage_out(scored: Scored) -> PassageOut:
+def _confidences(result: RecallResult) -> list[float]:
+    if len(result.confidence) == len(result.passages):
+        return result.confidence
+    return [1.0] * len(result.passages)  # a result built without confidences
+
+
+def _passage_out(scored: Scored, confidence: float) -> PassageOut:
     passage = scored.candidate.passage
     turn = passage.turn
     return PassageOut(
@@ -153,51 +176,26 @@ def _passage_out(scored: Scored) -> PassageOut:
         text=passage.text,
         timestamp=turn.timestamp,
         score=round(scored.score, 6),
+        confidence=round(confidence, 4),
         metadata=turn.metadata,
         start=passage.start,
         end=passage.end,
     )
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def format_recall(query: str, result: RecallResult) -> str:
-    """Readable text: passages grouped by session, sessions in time order, with dates."""
-    if not result.passages:
-        lines = [f"No stored memory matched {query!r}."]
-    else:
-        groups: dict[tuple[str, str], list[Scored]] = {}
-        for scored in result.passages:
-            turn = scored.candidate.passage.turn
-            groups.setdefault((turn.namespace, turn.session_id), []).append(scored)
-        ordered = sorted(
-            groups.items(),
-            key=lambda item: min(s.candidate.passage.turn.timestamp or "" for s in item[1]),
-        )
-        lines = [
-            f"{_count(len(result.passages), 'passage')} from {_count(len(groups), 'session')} "
-            f"({result.tokens_used} tokens; ranked by {', '.join(result.rankers)})."
-        ]
-        many_namespaces = len({ns for ns, _ in groups}) > 1
-        for (namespace, session_id), items in ordered:
-            dates = sorted({_day(s.candidate.passage.turn.timestamp) for s in items} - {""})
-            where = f" [{namespace}]" if many_namespaces else ""
-            lines.append(f"\n## Session {session_id}{where} — {', '.join(dates) or 'undated'}")
-            for scored in sorted(
-                items, key=lambda s: (s.candidate.passage.turn.position, s.candidate.passage.start)
-            ):
-                passage = scored.candidate.passage
-                turn = passage.turn
-                who = turn.speaker or turn.role
-                when = (turn.timestamp or "")[:16].replace("T", " ")
-                lines.append(f"[{when}] {who} (turn {turn.id}): {passage.text}")
-    for hop in result.hops:
-        lines.append(f"(multi-hop: searched {hop.entity!r}, found in turns {hop.found_in[:5]})")
-    for warning in result.warnings:
-        lines.append(f"warning: {warning}")
-    return "\n".join(lines)
+    """Readable text: passages grouped by session, sessions in time order, with dates, then
+    why truncation stopped. Its length is what `max_tokens` bounds (see pipeline/render.py)."""
+    return render_recall(
+        query,
+        result.passages,
+        result.tokens_used,
+        result.rankers,
+        result.hops,
+        result.warnings,
+        result.stop_reason,
+        result.score_at_cut,
+    )
 
 
 def grep_output(result: GrepResult) -> GrepOutput:

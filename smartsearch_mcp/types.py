@@ -156,11 +156,13 @@ class Candidate:
 
 @dataclass(frozen=True, slots=True)
 class Scored:
-    """A candidate after ranking: its fused score and each ranker's raw score."""
+    """A candidate after ranking: its fused score, each ranker's raw score, and how sure the
+    ranking is of it (0 to 1; None until computed, see rank.ranking_confidence)."""
 
     candidate: Candidate
     score: float
     ranker_scores: dict[str, float] = field(default_factory=dict)
+    confidence: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +185,11 @@ class RecallResult:
     candidates: int = 0
     score_at_cut: float | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # Why truncation stopped: "threshold" (the next passage's confidence fell below
+    # truncation.alpha x the best), "top_k", "budget" or "exhausted" (every candidate kept).
+    stop_reason: str = "exhausted"
+    # How sure the ranking is of each returned passage, in [0, 1] (see rank.ranking_confidence).
+    confidence: list[float] = field(default_factory=list)
 
 
 class Scorer(Protocol):

@@ -7,9 +7,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from smartsearch_mcp.pipeline.analyze import is_stopword, tokenize_words
+from smartsearch_mcp.pipeline.render import RenderedCost
+from smartsearch_mcp.pipeline.truncate import truncate_to_budget
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any
-from smartsearch_mcp.types import Scope
+from smartsearch_mcp.tokens import TokenCounter
+from smartsearch_mcp.types import Candidate, Passage, Scope, Scored, Turn
 
 BM25_LIMIT = 1000
 
@@ -51,3 +54,24 @@ def fill_budget(ranked: Sequence[int], turn_tokens: Mapping[int, int], max_token
         chosen.append(turn_id)
         used += cost
     return Filled(chosen, used)
+
+
+def fill_rendered(
+    query: str,
+    ranked: Sequence[int],
+    turns: Mapping[int, Turn],
+    max_tokens: int,
+    counter: TokenCounter,
+    ranker: str = "bm25",
+) -> Filled:
+    """Whole turns in ranked order, as many as fit when rendered like a recall's text
+    (headings, dates, speakers: see pipeline/render.py) in `max_tokens` — the accounting
+    SmartSearch's own recall uses, so both fill the same budget of returned text."""
+    scored = [
+        Scored(candidate=Candidate(Passage(turns[i], 0, len(turns[i].text)), 0.0), score=0.0)
+        for i in ranked
+        if i in turns
+    ]
+    cost = RenderedCost(counter, query, [ranker])
+    cut = truncate_to_budget(scored, max_tokens, counter, top_k=0, alpha=0.0, cost=cost)
+    return Filled([item.candidate.passage.turn.id for item in cut.kept], cut.tokens_used)

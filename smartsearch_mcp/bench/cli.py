@@ -134,6 +134,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-db", help="build the database at this path and keep it (reused when it exists)"
     )
     lag.set_defaults(handler=_cmd_loop_lag)
+    small = sub.add_parser(
+        "small",
+        parents=[common],
+        help="small realistic memories: answer first, passages returned, contentless queries",
+    )
+    small.add_argument(
+        "path", nargs="?", default=None, help="a small-memories JSON file (default: built in)"
+    )
+    small.set_defaults(handler=_cmd_small)
 
     report = sub.add_parser(
         "report", help="regenerate summary.md and plots; print the README Benchmarks section"
@@ -263,6 +272,39 @@ def _cmd_retrieval(
     write_results(out_dir, data)
     summary_path = write_summary(out_dir, data, plots=not args.no_plots)
     print(summary_path.read_text(encoding="utf-8"))
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _cmd_small(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from dataclasses import asdict
+
+    from smartsearch_mcp.bench.results import default_out_dir, now_iso, write_results
+    from smartsearch_mcp.bench.small import format_small, load_memories, run_small, summarize_small
+
+    memories = load_memories(args.path)
+    started = time.perf_counter()
+    outcomes = anyio.run(run_small, config, memories)
+    summary = summarize_small(outcomes)
+    name = Path(config_name).stem if config_name else "default"
+    report = format_small(summary, outcomes, name)
+    out_dir = Path(args.out) if args.out else default_out_dir("small", config_name)
+    write_results(
+        out_dir,
+        {
+            "bench": "small",
+            "command": command_line(argv, config_name),
+            "created": now_iso(),
+            "elapsed_s": round(time.perf_counter() - started, 1),
+            "config_name": name,
+            "summary": summary,
+            "questions": [asdict(o) for o in outcomes],
+        },
+    )
+    (out_dir / "summary.md").write_text(report, encoding="utf-8")
+    print(report)
     print(f"results: {out_dir}", file=sys.stderr)
     return 0
 

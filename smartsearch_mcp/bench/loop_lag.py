@@ -77,6 +77,7 @@ async def run_loop_lag(
             str(db_path),
             "--namespace",
             NAMESPACE,
+            "--insecure",  # a throw-away server on loopback, for this benchmark only
         ]
         if options.config_name:
             command += ["--config", options.config_name]

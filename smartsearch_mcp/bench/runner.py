@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from smartsearch_mcp.bench.baselines import bm25_ranking, fill_budget
+from smartsearch_mcp.bench.baselines import bm25_ranking, fill_rendered
 from smartsearch_mcp.bench.datasets import Benchmark, BenchQuestion, Haystack
 from smartsearch_mcp.bench.embed_cache import EmbeddingCache
 from smartsearch_mcp.bench.metrics import (
@@ -239,7 +239,7 @@ async def _run_haystack(
         started = time.perf_counter()
         await memory.pipeline.rank(WARM_UP_QUERY, scope, None)
         log.info("warm-up recall (model loading) took %.1f s", time.perf_counter() - started)
-    context = _HaystackContext(turns, turn_tokens, full_tokens, full_words, labels, scope)
+    context = _HaystackContext(turns, turn_tokens, full_tokens, full_words, labels, scope, counter)
     progress.set_description(haystack.name)
     for question in questions:
         outcome = await _evaluate(memory, haystack, question, config, run.options, context)
@@ -259,6 +259,7 @@ class _HaystackContext:
     full_words: int
     labels: dict[str, list[int]]
     scope: Scope
+    counter: TokenCounter
 
 
 async def _remember(
@@ -336,7 +337,9 @@ async def _evaluate(
         ranked = await bm25_ranking(memory.store, question.question, context.scope)
         bm25: dict[str, dict[str, Any]] = {}
         for budget in options.budgets:
-            filled = fill_budget(ranked, context.turn_tokens, budget)
+            filled = fill_rendered(
+                question.question, ranked, context.turns, budget, context.counter
+            )
             bm25[str(budget)] = {
                 "recall": evidence_recall(gold, filled.turn_ids),
                 "found": [i for i in gold if i in filled.turn_ids],

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from smartsearch_mcp.dates import DateRange, find_time_range
+from smartsearch_mcp.pipeline.language import language_warning
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ STOPWORDS = QUESTION_WORDS | _word_set(
     whether while will with within without would yet you your yours yourself yourselves
     ago currently recently lately today tonight yesterday tomorrow soon later earlier ones
     yes yeah yep nope oh ok okay hey hi hello bye thanks thank sorry sure wow hmm um uh ah
+    huh hm mm mhm erm eh meh ugh oops yay whoa
     lol haha omg cool nice awesome great good wonderful amazing congrats congratulations
     actually basically definitely totally absolutely honestly seriously literally
     kind sort type thing things stuff lot lots bit
@@ -160,7 +162,13 @@ class WeightedTerm:
 
 @dataclass(frozen=True, slots=True)
 class QueryAnalysis:
-    """What recall searches for. `terms` are sorted by weight, heaviest first."""
+    """What recall searches for. `terms` are sorted by weight, heaviest first.
+
+    `has_content`: the query names something to search for — a content word, a name, a
+    number or a date. "?", "...", "hmm" or only stopwords do not, and recall returns nothing
+    for them rather than the whole memory. `warnings` say what the analysis could not read
+    well (a question in a language the English models do not cover, a query with no content).
+    """
 
     query: str
     entities: tuple[Entity, ...]
@@ -168,6 +176,8 @@ class QueryAnalysis:
     time_range: DateRange | None
     temporal_question: bool
     extractor: str
+    has_content: bool = True
+    warnings: tuple[str, ...] = ()
 
 
 def analyze_query(query: str, nlp: Any | None, reference: datetime | None = None) -> QueryAnalysis:
@@ -187,14 +197,45 @@ def analyze_query(query: str, nlp: Any | None, reference: datetime | None = None
     else:
         entities = _analyze_with_rules(text, time_span, builder)
         extractor = "rules"
+    terms = builder.build()
+    has_content = bool(entities) or time_range is not None or has_content_terms(terms)
+    warnings: list[str] = []
+    if not has_content:
+        warnings.append(
+            f"the query {_shown(query)} names nothing to search for (no content word, name, "
+            "number or date), so nothing was recalled; ask about a topic, person or time"
+        )
+    elif (foreign := language_warning(text)) is not None:
+        warnings.append(foreign)
     return QueryAnalysis(
         query=query,
         entities=tuple(entities),
-        terms=builder.build(),
+        terms=terms,
         time_range=time_range,
         temporal_question=bool(_TEMPORAL_QUESTION_RE.search(text)),
         extractor=extractor,
+        has_content=has_content,
+        warnings=tuple(warnings),
     )
+
+
+def has_content_terms(terms: Iterable[WeightedTerm]) -> bool:
+    """True when some term is more than a filler: interjections spelled long ("hmmm",
+    "ahhh", "zzz": one or two letters, one of them repeated three times) say nothing."""
+    return any(not _is_drawn_out_filler(term.term) for term in terms if term.kind != "variant")
+
+
+def _is_drawn_out_filler(word: str) -> bool:
+    return (
+        word.isalpha()
+        and len(set(word)) <= 2
+        and any(word.count(letter) >= 3 for letter in set(word))
+    )
+
+
+def _shown(query: str) -> str:
+    shown = query.strip()
+    return repr(shown if len(shown) <= 40 else shown[:40] + "…")
 
 
 def spacy_extractor_name(nlp: Any) -> str:

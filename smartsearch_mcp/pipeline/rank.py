@@ -8,12 +8,15 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from smartsearch_mcp.config import RankConfig
+from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
+from smartsearch_mcp.pipeline.retrieve import in_time_range, range_bounds
 from smartsearch_mcp.types import Candidate, Scored
 
 log = logging.getLogger(__name__)
@@ -130,6 +133,7 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
             turn = passage.turn
             first_passage[(turn.namespace, turn.session_id, turn.position)] = index
     raised = [item.score for item in scored]
+    sure = [item.confidence for item in scored]
     order_key = [float(index) for index in range(len(scored))]
     for index, item in enumerate(scored):
         turn = item.candidate.passage.turn
@@ -139,12 +143,155 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
         if answered is not None and credit * item.score > raised[answered]:
             raised[answered] = credit * item.score
             order_key[answered] = index - 0.5
+            # ...and is as certain as the reply that lifted it
+            if item.confidence is not None:
+                sure[answered] = max(sure[answered] or 0.0, credit * item.confidence)
     out = [
-        item if raised[i] == item.score else dataclasses.replace(item, score=raised[i])
+        item
+        if raised[i] == item.score and sure[i] == item.confidence
+        else dataclasses.replace(item, score=raised[i], confidence=sure[i])
         for i, item in enumerate(scored)
     ]
     order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
     return [out[i] for i in order]
+
+
+# Rankers that are priors rather than evidence of relevance: they do not make a passage
+# more certain (the speaker flag is 1 for every turn of the named person).
+PRIOR_RANKERS = frozenset({"speaker"})
+
+
+def ranking_confidence(scored: Sequence[Scored]) -> list[float]:
+    """How sure the ranking is of each passage, in [0, 1], in `scored`'s order.
+
+    Fused RRF scores are ranks, not confidence: every query has a first passage. Instead each
+    ranker's own scores (cosine, BM25, the grep score...) are calibrated over this query's
+    candidates — 0 at the median candidate, 1 at that ranker's best — and averaged over the
+    rankers. A passage every ranker puts well above the typical candidate is near 1; one a
+    single ranker likes, or that only matches like everything else does, is low. A precise
+    question has one or a few passages far above the rest; a vague one has many alike.
+    Without per-ranker scores the fused score is calibrated the same way. Passages that
+    carry a confidence already (see `with_confidence`) keep it.
+    """
+    if not scored:
+        return []
+    if all(item.confidence is not None for item in scored):
+        return [float(item.confidence) for item in scored]  # type: ignore[arg-type]
+    names = sorted({n for item in scored for n in item.ranker_scores} - PRIOR_RANKERS)
+    columns = [[item.ranker_scores.get(n, math.nan) for item in scored] for n in names]
+    if not columns:
+        columns = [[item.score for item in scored]]
+    calibrated = [_above_median(column) for column in columns]
+    return [sum(values) / len(values) for values in zip(*calibrated, strict=True)]
+
+
+def with_confidence(scored: Sequence[Scored]) -> list[Scored]:
+    """`scored` with each passage's `ranking_confidence` attached (computed once, right after
+    fusion, so that later adjustments can carry it: see `credit_replied_turns`)."""
+    values = ranking_confidence([dataclasses.replace(item, confidence=None) for item in scored])
+    return [
+        dataclasses.replace(item, confidence=value)
+        for item, value in zip(scored, values, strict=True)
+    ]
+
+
+def _above_median(values: Sequence[float]) -> list[float]:
+    """Each value's place between the median (0) and the best (1) of `values`, clipped;
+    unknown (NaN) values are 0."""
+    known = sorted(v for v in values if math.isfinite(v))
+    if not known:
+        return [0.0] * len(values)
+    middle = len(known) // 2
+    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+    span = known[-1] - median
+    if span <= 0:
+        return [1.0 if math.isfinite(v) and v >= known[-1] else 0.0 for v in values]
+    return [min(1.0, max(0.0, (v - median) / span)) if math.isfinite(v) else 0.0 for v in values]
+
+
+SUPERSEDE_WINDOW = 10
+SUPERSEDE_CONFIDENCE = 0.5
+
+
+def prefer_later_restatements(
+    scored: Sequence[Scored], similarity: Any, threshold: float
+) -> list[Scored]:
+    """Current facts first: among the first `SUPERSEDE_WINDOW` passages, a turn said in a
+    later session than a higher-ranked one about the same thing — similarity[i][j] (in the
+    order of `scored`) at least `threshold`, confidence at least `SUPERSEDE_CONFIDENCE` x
+    its — moves just above it and takes its score. A plan moved, a version upgraded, a
+    person replaced: the later statement is the current one; the earlier stays, below it.
+    threshold <= 0
+    returns the input unchanged.
+    """
+    if threshold <= 0 or len(scored) < 2:
+        return list(scored)
+    window = min(SUPERSEDE_WINDOW, len(scored))
+    order = list(range(len(scored)))
+    scores = [item.score for item in scored]
+    for j in range(1, window):
+        later = scored[j]
+        for position in range(order.index(j)):
+            i = order[position]
+            if i >= window or not _supersedes(later, scored[i], similarity[i][j], threshold):
+                continue
+            order.remove(j)
+            order.insert(position, j)
+            scores[j] = max(scores[j], scores[i])
+            break
+    out = [
+        scored[k]
+        if scores[k] == scored[k].score
+        else dataclasses.replace(scored[k], score=scores[k])
+        for k in order
+    ]
+    return out
+
+
+def _supersedes(later: Scored, earlier: Scored, similarity: float, threshold: float) -> bool:
+    new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
+    # Turns of one session follow each other on one topic: that is conversation, not an
+    # update. A restatement comes back to the subject in a later session.
+    if new.session_id == old.session_id or not float(similarity) >= threshold:
+        return False
+    if (new.timestamp or "", new.id) <= (old.timestamp or "", old.id):
+        return False
+    sure, than = later.confidence, earlier.confidence
+    return sure is None or than is None or sure >= SUPERSEDE_CONFIDENCE * than
+
+
+def prefer_time_range(
+    scored: Sequence[Scored], time_range: DateRange | None
+) -> tuple[list[Scored], str | None]:
+    """Passages inside the question's time range first, then the others, each group in its
+    ranked order; and a warning when none is inside (the ranking is then unchanged).
+
+    A passage is inside when its turn was said in the range or its text names a date in it
+    (`retrieve.in_time_range`). Inside passages are raised by the best score so that scores
+    stay sorted: "What did we decide last week?" is about last week, however well an older
+    decision matches the words.
+    """
+    if time_range is None or not scored:
+        return list(scored), None
+    bounds = range_bounds(time_range)
+    inside = [in_time_range(item.candidate.passage, bounds) for item in scored]
+    if not any(inside):
+        when = time_range.expression or "the question's dates"
+        return list(scored), (
+            f"nothing recalled falls in {when!r} ({time_range.start:%Y-%m-%d} to "
+            f"{time_range.end:%Y-%m-%d}, end excluded); these are the best matches from any time"
+        )
+    if all(inside):
+        return list(scored), None
+    lift = max(0.0, max(item.score for item in scored)) - min(
+        item.score for item, ok in zip(scored, inside, strict=True) if ok
+    )
+    raised = [
+        dataclasses.replace(item, score=item.score + lift) if ok else item
+        for item, ok in zip(scored, inside, strict=True)
+    ]
+    order = sorted(range(len(raised)), key=lambda i: (not inside[i], i))
+    return [raised[i] for i in order], None
 
 
 def _mean_of_best(values: Sequence[float], top_n: int) -> float:
@@ -156,8 +303,9 @@ def order_candidates(
     candidates: Sequence[Candidate], scores: Mapping[str, Sequence[float]], rank: RankConfig
 ) -> list[Scored]:
     """The candidates best first: the rankers' `scores` fused (`fuse`, weighted by
-    `rank.weights`), then session support and reply credit."""
+    `rank.weights`) with their confidence (`with_confidence`), then session support and
+    reply credit (which carries the confidence)."""
     weights = {name: rank.weights.get(name, 1.0) for name in scores}
-    fused = fuse(candidates, scores, rank.rrf_k, weights)
+    fused = with_confidence(fuse(candidates, scores, rank.rrf_k, weights))
     fused = add_session_support(fused, rank.session_weight, rank.session_top, rank.session_window)
     return credit_replied_turns(fused, rank.reply_credit)

@@ -11,12 +11,13 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import overload
 
 import numpy as np
 
 from smartsearch_mcp.config import RetrievalConfig
-from smartsearch_mcp.dates import DateRange, comparable
+from smartsearch_mcp.dates import DateRange, comparable, mentioned_ranges, parse_timestamp
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.lexical import (
@@ -25,12 +26,19 @@ from smartsearch_mcp.pipeline.lexical import (
     select_prf_terms,
     term_pattern,
 )
-from smartsearch_mcp.types import Candidate, Passage
+from smartsearch_mcp.types import Candidate, InputError, Passage
 
 # Minimum share of an idf-scaled term weight: a term in every turn (a speaker's name in a
 # two-person chat) still counts a little.
 MIN_IDF_SHARE = 0.15
 DATE_BONUS = 1.0
+# Only texts holding a digit or a word of the date vocabulary are parsed for dates.
+_MAY_HOLD_DATE_RE = re.compile(
+    r"\d|yesterday|today|tonight|last|past|previous|ago|this|week|month|year|season|spring"
+    r"|summer|fall|autumn|winter|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue"
+    r"|wed|thu|fri|sat|sun",
+    re.IGNORECASE,
+)
 # Word document frequencies (for PRF) are estimated from at most this many passages: a
 # scope's corpus is cached (counted once), a per-query corpus (indexed mode) is not.
 STATS_SAMPLE = 20_000
@@ -235,16 +243,53 @@ def with_feedback(scores: Sequence[float], extra: Sequence[float]) -> list[float
 def add_date_bonus(
     scores: list[float], passages: Sequence[Passage], time_range: DateRange | None
 ) -> list[float]:
-    """Raise the score of passages said within the time range the question names."""
+    """Raise the score of matching passages that fall within the time range the question
+    names: said then, or mentioning a date in it (see `in_time_range`)."""
     if time_range is None:
         return scores
-    start, end = comparable(time_range.start)[:19], comparable(time_range.end)[:19]
+    bounds = range_bounds(time_range)
     out = list(scores)
     for i, passage in enumerate(passages):
-        stamp = (passage.turn.timestamp or "")[:19]
-        if stamp and start <= stamp < end and out[i] > 0:
+        if out[i] > 0 and in_time_range(passage, bounds):
             out[i] += DATE_BONUS
     return out
+
+
+def range_bounds(time_range: DateRange) -> tuple[str, str]:
+    """A range's start and (exclusive) end as strings comparable to stored timestamps."""
+    return comparable(time_range.start)[:19], comparable(time_range.end)[:19]
+
+
+def in_time_range(passage: Passage, bounds: tuple[str, str]) -> bool:
+    """Whether `passage` belongs to the range `bounds` (see `range_bounds`): its turn was
+    said inside it, or its text names a date that overlaps it ("on December 3rd",
+    "3 Dec 2026", "yesterday" — read against the turn's own time)."""
+    start, end = bounds
+    stamp = (passage.turn.timestamp or "")[:19]
+    if stamp and start <= stamp < end:
+        return True
+    return any(
+        first < end and last > start for first, last in text_date_bounds(passage.text, stamp)
+    )
+
+
+@functools.lru_cache(maxsize=65536)
+def text_date_bounds(text: str, stamp: str) -> tuple[tuple[str, str], ...]:
+    """The dates `text` mentions, as comparable (start, end) strings, read against `stamp`
+    (the turn's time; now when it has none). Cached: turn texts never change, and a date
+    question reads the same candidates again."""
+    if not _MAY_HOLD_DATE_RE.search(text):
+        return ()
+    try:
+        reference = parse_timestamp(stamp) if stamp else datetime.now()
+    except InputError:
+        reference = datetime.now()
+    if reference.tzinfo is not None:
+        reference = reference.replace(tzinfo=None)  # stored aware times are UTC
+    return tuple(
+        (comparable(found.start)[:19], comparable(found.end)[:19])
+        for found in mentioned_ranges(text, reference)
+    )
 
 
 def said_by_named(passages: Sequence[Passage], analysis: QueryAnalysis) -> list[float]:

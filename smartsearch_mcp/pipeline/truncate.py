@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from smartsearch_mcp.pipeline.render import RenderedCost
 from smartsearch_mcp.tokens import TokenCounter
 from smartsearch_mcp.types import Passage, Scored
 
@@ -19,9 +20,11 @@ _WORD_END_RE = re.compile(r"\S(?=\s|$)")
 
 @dataclass(frozen=True, slots=True)
 class Truncation:
-    """What fitted. `tokens_used` is the sum over `kept` of counted text plus per-passage
-    overhead. `score_at_cut` is the score of the best passage left out wholly (None when
-    none was). `reason` says what limited the result:
+    """What fitted. `tokens_used` is what the kept passages cost: with a `RenderedCost`, the
+    tokens of the whole rendered text; otherwise the sum over `kept` of counted text plus
+    per-passage overhead. `score_at_cut` is the score (the confidence, when truncation used
+    one) of the best passage left out wholly (None when none was). `reason` says what
+    limited the result:
 
     - "budget": a passage was skipped or cut short because it did not fit the token budget;
     - "top_k": `top_k` passages were kept and more remained;
@@ -46,27 +49,39 @@ def truncate_to_budget(
     alpha: float,
     min_passages: int = 1,
     overhead_tokens: int = 0,
+    *,
+    confidence: Sequence[float] | None = None,
+    cost: RenderedCost | None = None,
 ) -> Truncation:
     """Keep the best passages that fit `max_tokens`.
 
     `scored` must be sorted by score, best first. Passages are taken in that order while
-    fewer than `top_k` are kept (`top_k` <= 0: no limit) and their score is at least
-    alpha x the best score. The relative threshold applies only when alpha > 0 and the best
-    score is positive and finite (for zero or negative scores, such as raw logits, a ratio
-    means nothing, so all pass); the first `min_passages` passages are exempt from it.
+    fewer than `top_k` are kept (`top_k` <= 0: no limit) and their threshold value is at
+    least alpha x the best one. The threshold value is `confidence[i]` when given (one per
+    passage, see `rank.ranking_confidence`), else the score. The relative threshold applies
+    only when alpha > 0 and the best value is positive and finite (for zero or negative
+    scores, such as raw logits, a ratio means nothing, so all pass); the first
+    `min_passages` passages are exempt from it.
 
-    Each passage costs its counted tokens plus `overhead_tokens`. A passage that does not
-    fit is skipped and later, shorter ones are still tried (greedy fill: better recall than
-    stopping at the first misfit). If the best passage alone exceeds the budget it is cut
-    at a word boundary to fit and returned alone (`clipped`), so a match never comes back
-    empty unless the budget cannot hold even its first word or character.
+    Each passage costs its counted tokens plus `overhead_tokens` — or, with `cost`, what it
+    adds to the rendered recall text (its line, its session's heading) on top of the
+    text's fixed part, so that the budget bounds what the agent receives. A passage that
+    does not fit is skipped and later, shorter ones are still tried (greedy fill: better
+    recall than stopping at the first misfit). If the best passage alone exceeds the budget
+    it is cut at a word boundary to fit and returned alone (`clipped`), so a match never
+    comes back empty unless the budget cannot hold even its first word or character.
 
-    The budget is never exceeded: tokens_used <= max_tokens.
+    The budget is never exceeded: tokens_used <= max_tokens (with `cost`, unless its fixed
+    part — warnings — alone exceeds it; then no passage is kept).
     """
+    if cost is not None:
+        return _truncate_rendered(
+            scored, max_tokens, counter, top_k, alpha, min_passages, confidence, cost
+        )
     if not scored:
         return Truncation(kept=[], tokens_used=0, score_at_cut=None, reason="exhausted")
-    best = scored[0].score
-    threshold = alpha * best if alpha > 0 and best > 0 and math.isfinite(best) else None
+    values = _threshold_values(scored, confidence)
+    threshold = _threshold(values[0], alpha)
     kept: list[Scored] = []
     used = 0
     left_out: float | None = None  # score of the first passage left out
@@ -75,15 +90,15 @@ def truncate_to_budget(
     for index, item in enumerate(scored):
         if top_k > 0 and len(kept) >= top_k:
             stop = "top_k"
-        elif threshold is not None and len(kept) >= min_passages and not item.score >= threshold:
+        elif threshold is not None and len(kept) >= min_passages and not values[index] >= threshold:
             stop = "threshold"
         elif used + overhead_tokens >= max_tokens:
             over_budget = True  # full: no passage with any text fits any more
         else:
-            cost = counter.count(item.candidate.passage.text) + overhead_tokens
-            if used + cost <= max_tokens:
+            cost_of = counter.count(item.candidate.passage.text) + overhead_tokens
+            if used + cost_of <= max_tokens:
                 kept.append(item)
-                used += cost
+                used += cost_of
                 continue
             over_budget = True
             if index == 0:
@@ -93,15 +108,15 @@ def truncate_to_budget(
                     return Truncation(
                         kept=[clipped],
                         tokens_used=used,
-                        score_at_cut=scored[1].score if len(scored) > 1 else None,
+                        score_at_cut=values[1] if len(scored) > 1 else None,
                         reason="budget",
                         clipped=True,
                     )
             if left_out is None:
-                left_out = item.score
+                left_out = values[index]
             continue  # greedy fill: a later, shorter passage may still fit
         if left_out is None:
-            left_out = item.score
+            left_out = values[index]
         break
     return Truncation(
         kept=kept,
@@ -109,6 +124,95 @@ def truncate_to_budget(
         score_at_cut=left_out,
         reason="budget" if over_budget else stop,
     )
+
+
+def _threshold_values(scored: Sequence[Scored], confidence: Sequence[float] | None) -> list[float]:
+    if confidence is None:
+        return [item.score for item in scored]
+    if len(confidence) != len(scored):
+        raise ValueError(f"{len(confidence)} confidence values for {len(scored)} passages")
+    return [float(value) for value in confidence]
+
+
+def _threshold(best: float, alpha: float) -> float | None:
+    return alpha * best if alpha > 0 and best > 0 and math.isfinite(best) else None
+
+
+def _truncate_rendered(
+    scored: Sequence[Scored],
+    max_tokens: int,
+    counter: TokenCounter,
+    top_k: int,
+    alpha: float,
+    min_passages: int,
+    confidence: Sequence[float] | None,
+    cost: RenderedCost,
+) -> Truncation:
+    """`truncate_to_budget` priced by the rendered text (see `RenderedCost`)."""
+    cost.reset()
+    fixed = cost.fixed(max_tokens)
+    if not scored:
+        return Truncation([], cost.total([], max_tokens), None, "exhausted")
+    values = _threshold_values(scored, confidence)
+    threshold = _threshold(values[0], alpha)
+    kept: list[int] = []
+    used = fixed
+    left_out: int | None = None  # index of the first passage left out
+    over_budget = False
+    stop: TruncationReason = "exhausted"
+    clipped = False
+    for index, item in enumerate(scored):
+        if top_k > 0 and len(kept) >= top_k:
+            stop = "top_k"
+            left_out = index if left_out is None else left_out
+            break
+        if threshold is not None and len(kept) >= min_passages and not values[index] >= threshold:
+            stop = "threshold"
+            left_out = index if left_out is None else left_out
+            break
+        price = cost.cost(item)
+        if used + price <= max_tokens:
+            kept.append(index)
+            cost.add(item)
+            used += price
+            continue
+        over_budget = True
+        if index == 0:
+            room = max_tokens - used - (price - _text_tokens(item, counter))
+            shorter = _clip(item, room, counter)
+            if shorter is not None:
+                return _checked([shorter], scored, values, 1, max_tokens, cost, "budget", True)
+        left_out = index if left_out is None else left_out
+    reason: TruncationReason = "budget" if over_budget else stop
+    items = [scored[i] for i in kept]
+    return _checked(items, scored, values, left_out, max_tokens, cost, reason, clipped)
+
+
+def _checked(
+    items: list[Scored],
+    scored: Sequence[Scored],
+    values: Sequence[float],
+    left_out: int | None,
+    max_tokens: int,
+    cost: RenderedCost,
+    reason: TruncationReason,
+    clipped: bool,
+) -> Truncation:
+    """The kept passages, counted as the whole rendered text; line by line counts may be a
+    token off, so the lowest ranked are dropped until the text fits."""
+    total = cost.total(items, max_tokens)
+    while items and total > max_tokens:
+        dropped = items.pop()
+        reason = "budget"
+        position = next(i for i, s in enumerate(scored) if s is dropped) if not clipped else 0
+        left_out = position if left_out is None else min(left_out, position)
+        total = cost.total(items, max_tokens)
+    at_cut = values[left_out] if left_out is not None and left_out < len(values) else None
+    return Truncation(items, total, at_cut, reason, clipped and bool(items))
+
+
+def _text_tokens(item: Scored, counter: TokenCounter) -> int:
+    return counter.count(item.candidate.passage.text)
 
 
 def _clip(item: Scored, limit: int, counter: TokenCounter) -> Scored | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from smartsearch_mcp.bench.baselines import bm25_ranking, fill_budget
+from smartsearch_mcp.bench.baselines import bm25_ranking, fill_rendered
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.importers.locomo import load_locomo
 from smartsearch_mcp.memory import Memory
@@ -51,7 +51,8 @@ async def test_the_pipeline_beats_bm25_on_a_locomo_slice(offline_models_installe
             found = {dia_of[s.candidate.passage.turn.id] for s in result.passages}
             ours.append(len(gold & found) / len(gold))
             ranked = await bm25_ranking(memory.store, question.question, scope)
-            filled = fill_budget(ranked, tokens_of, BUDGET)
+            turns = {t.id: t for t in await memory.store.get_turns(ranked)}
+            filled = fill_rendered(question.question, ranked, turns, BUDGET, counter)
             bm25.append(len(gold & {dia_of[t] for t in filled.turn_ids}) / len(gold))
     finally:
         await memory.close()

@@ -413,13 +413,13 @@ async def test_a_larger_budget_keeps_proportionally_more_passages(store):
     await store.remember("ns", "s1", [TurnInput(f"hiking trip number {i}") for i in range(100)])
     config = _config(
         rank={"scorers": ["lexical"]},
-        truncation={"top_k": 10, "max_tokens": 100},
+        truncation={"top_k": 10, "max_tokens": 1000},
         expansion={"enabled": False},
     )
     pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("hiking trip", SCOPE)
-    assert len(pipeline.truncate(ranking, 100).passages) == 10
-    assert len(pipeline.truncate(ranking, 300).passages) == 30
+    assert len(pipeline.truncate(ranking, 1000).passages) == 10
+    assert len(pipeline.truncate(ranking, 3000).passages) == 30
 
 
 async def test_the_context_ranker_reads_a_reply_with_the_turn_it_answers(store):

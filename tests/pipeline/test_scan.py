@@ -102,7 +102,8 @@ async def test_a_streamed_scope_retrieves_exactly_what_the_cached_scope_does(sto
         expected = await cached.rank(question, SCOPE)
         got = await streamed.rank(question, SCOPE)
         assert _summary(got) == _summary(expected), question
-        assert any("retrieval.mode" in w for w in got.warnings)
+        if got.analysis.has_content:  # a query with no content reads no scope
+            assert any("retrieval.mode" in w for w in got.warnings)
         assert not any("retrieval.mode" in w for w in expected.warnings)
         hops += len(got.hops)
     assert hops > 0  # expansion was exercised

@@ -1,0 +1,185 @@
+"""How recalled passages read in the text an agent receives, and what that text costs.
+
+`render_recall` is the `recall` tool's text content (and the CLI's output): a summary line,
+passages grouped by session in time order under a heading with the session's dates, each
+passage on a line with its time, speaker and turn id, then multi-hop notes and warnings.
+`RenderedCost` prices that text while truncation chooses passages, so that `max_tokens`
+bounds what goes into the model's context, not only the passages' own words.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from smartsearch_mcp.tokens import TokenCounter
+from smartsearch_mcp.types import Hop, Scored
+
+
+def _count_noun(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def summary_line(
+    passages: int,
+    sessions: int,
+    tokens: int,
+    rankers: Sequence[str],
+    stop_reason: str = "exhausted",
+    score_at_cut: float | None = None,
+) -> str:
+    """The first line of a recall with passages, saying why no more were returned."""
+    stop = stop_phrase(stop_reason, score_at_cut)
+    return (
+        f"{_count_noun(passages, 'passage')} from {_count_noun(sessions, 'session')} "
+        f"({tokens} tokens; ranked by {', '.join(rankers)}; {stop})."
+    )
+
+
+def stop_phrase(stop_reason: str, score_at_cut: float | None = None) -> str:
+    """Why truncation stopped, in words."""
+    if stop_reason == "threshold":
+        at = f" ({score_at_cut:.2f})" if score_at_cut is not None else ""
+        return f"stopped where confidence fell well below the best{at}"
+    if stop_reason == "top_k":
+        return "stopped at truncation.top_k passages"
+    if stop_reason == "budget":
+        return "stopped at max_tokens"
+    return "every match returned"
+
+
+# The longest stop phrase, for pricing the summary line before truncation has stopped.
+_LONGEST_STOP = ("threshold", 0.0)
+
+
+def no_match_line(query: str) -> str:
+    """The first line of a recall without passages (the query is not repeated: the agent
+    has it, and a long one would not fit a small budget)."""
+    return "No stored memory matched the query."
+
+
+def session_heading(session_id: str, namespace: str | None, day: str) -> str:
+    """The heading of one day of a session (preceded by a blank line); `namespace` only when
+    several are shown. A session over several days has a heading per day."""
+    where = f" [{namespace}]" if namespace else ""
+    return f"\n## Session {session_id}{where} — {day or 'undated'}"
+
+
+def passage_line(scored: Scored) -> str:
+    """One passage as the agent reads it: time of day (the heading has the date), speaker,
+    turn id, text."""
+    passage = scored.candidate.passage
+    turn = passage.turn
+    who = turn.speaker or turn.role
+    clock = (turn.timestamp or "")[11:16]
+    when = f"[{clock}] " if clock else ""
+    return f"{when}{who} (turn {turn.id}): {passage.text}"
+
+
+def hop_line(hop: Hop) -> str:
+    return f"(multi-hop: searched {hop.entity!r}, found in turns {hop.found_in[:5]})"
+
+
+def warning_line(warning: str) -> str:
+    return f"warning: {warning}"
+
+
+def render_recall(
+    query: str,
+    passages: Sequence[Scored],
+    tokens_used: int,
+    rankers: Sequence[str],
+    hops: Sequence[Hop] = (),
+    warnings: Sequence[str] = (),
+    stop_reason: str = "exhausted",
+    score_at_cut: float | None = None,
+) -> str:
+    """The text of a recall: passages grouped by session and day, in time order, under a
+    heading with the date; each line gives the time of day."""
+    if not passages:
+        lines = [no_match_line(query)]
+    else:
+        groups: dict[tuple[str, str, str], list[Scored]] = {}
+        for scored in passages:
+            turn = scored.candidate.passage.turn
+            key = (turn.namespace, turn.session_id, _day(turn.timestamp))
+            groups.setdefault(key, []).append(scored)
+        ordered = sorted(
+            groups.items(),
+            key=lambda item: min(s.candidate.passage.turn.timestamp or "" for s in item[1]),
+        )
+        sessions = len({(namespace, session) for namespace, session, _ in groups})
+        lines = [
+            summary_line(len(passages), sessions, tokens_used, rankers, stop_reason, score_at_cut)
+        ]
+        many_namespaces = len({namespace for namespace, _, _ in groups}) > 1
+        for (namespace, session_id, day), items in ordered:
+            lines.append(session_heading(session_id, namespace if many_namespaces else None, day))
+            for scored in sorted(
+                items, key=lambda s: (s.candidate.passage.turn.position, s.candidate.passage.start)
+            ):
+                lines.append(passage_line(scored))
+    if passages:  # the turns multi-hop notes point to are among them
+        lines.extend(hop_line(hop) for hop in hops)
+    lines.extend(warning_line(warning) for warning in warnings)
+    return "\n".join(lines)
+
+
+@dataclass
+class RenderedCost:
+    """Prices passages by the text they add to a recall (see `render_recall`), as truncation
+    adds them one by one: the passage's line, and its heading when it opens a day of a
+    session. `fixed` is what the text holds whatever is
+    kept: the first line (at its longest), multi-hop notes and warnings.
+
+    Line by line counts can differ from counting the whole text by a token here and there;
+    truncation checks the whole rendered text at the end (see `truncate_to_budget`).
+    """
+
+    counter: TokenCounter
+    query: str
+    rankers: Sequence[str]
+    hops: Sequence[Hop] = ()
+    warnings: Sequence[str] = ()
+    _groups: set[tuple[str, str, str]] = field(default_factory=set)
+
+    def fixed(self, max_tokens: int) -> int:
+        """Tokens the text holds whatever passages are kept."""
+        first = max(
+            self.counter.count(no_match_line(self.query)),
+            # the longest summary: counts of at most max_tokens digits, the same for sessions
+            self.counter.count(
+                summary_line(max_tokens, max_tokens, max_tokens, self.rankers, *_LONGEST_STOP)
+            ),
+        )
+        notes = [hop_line(hop) for hop in self.hops] + [warning_line(w) for w in self.warnings]
+        return first + sum(self.counter.count("\n" + line) for line in notes)
+
+    def reset(self) -> None:
+        self._groups.clear()
+
+    def cost(self, scored: Scored) -> int:
+        """What adding `scored` to the kept passages adds to the text (not yet recorded)."""
+        turn = scored.candidate.passage.turn
+        tokens = self.counter.count("\n" + passage_line(scored))
+        day = _day(turn.timestamp)
+        if (turn.namespace, turn.session_id, day) not in self._groups:
+            tokens += self.counter.count(session_heading(turn.session_id, turn.namespace, day))
+        return tokens
+
+    def add(self, scored: Scored) -> None:
+        """Record that `scored` was kept."""
+        turn = scored.candidate.passage.turn
+        self._groups.add((turn.namespace, turn.session_id, _day(turn.timestamp)))
+
+    def total(self, kept: Sequence[Scored], max_tokens: int) -> int:
+        """Tokens of the whole text for `kept`, counted as rendered (the summary line with
+        `max_tokens` as the token count, which has at least as many digits as the real one)."""
+        text = render_recall(
+            self.query, kept, max_tokens, self.rankers, self.hops, self.warnings, *_LONGEST_STOP
+        )
+        return self.counter.count(text)
+
+
+def _day(timestamp: str | None) -> str:
+    return (timestamp or "")[:10]

@@ -1,0 +1,132 @@
+"""How sure the ranking is, current facts first, and date ranges (stage 4, pure functions),
+on small realistic fixtures: a trip moved from Lisbon to Porto, a framework upgraded."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from factories import make_passage
+from hypothesis import given
+from hypothesis import strategies as st
+
+from smartsearch_mcp.dates import DateRange, mentioned_ranges
+from smartsearch_mcp.pipeline.language import foreign_language
+from smartsearch_mcp.pipeline.rank import (
+    credit_replied_turns,
+    prefer_later_restatements,
+    prefer_time_range,
+    ranking_confidence,
+    with_confidence,
+)
+from smartsearch_mcp.types import Candidate, Scored
+
+
+def item(turn_id: int, text: str, score: float, session: str, when: str) -> Scored:
+    passage = make_passage(turn_id, text, session_id=session, timestamp=when)
+    return Scored(Candidate(passage, 1.0), score)
+
+
+def ids(items: list[Scored]) -> list[int]:
+    return [s.candidate.passage.turn.id for s in items]
+
+
+TRIP = [
+    item(1, "We're planning the February trip to Lisbon for a week.", 0.9, "s1",
+         "2026-10-26T19:00:00"),
+    item(2, "Biscuit sprained his paw.", 0.5, "s2", "2026-11-05T08:00:00"),
+    item(3, "We booked an Airbnb in Porto for February 12 to 19.", 0.8, "s4",
+         "2026-11-25T20:30:00"),
+]  # fmt: skip
+
+
+def test_a_later_restatement_in_another_session_ranks_above_the_earlier_one() -> None:
+    similarity = [[1.0, 0.1, 0.6], [0.1, 1.0, 0.1], [0.6, 0.1, 1.0]]
+    out = prefer_later_restatements(TRIP, similarity, threshold=0.45)
+    assert ids(out) == [3, 1, 2]  # both trip turns stay; the current plan first
+    assert out[0].score == 0.9
+
+
+def test_unrelated_or_earlier_turns_do_not_move() -> None:
+    unrelated = [[1.0, 0.1, 0.2], [0.1, 1.0, 0.1], [0.2, 0.1, 1.0]]
+    assert ids(prefer_later_restatements(TRIP, unrelated, threshold=0.45)) == [1, 2, 3]
+    older_below = [TRIP[2], TRIP[1], TRIP[0]]
+    similar = [[1.0, 0.1, 0.6], [0.1, 1.0, 0.1], [0.6, 0.1, 1.0]]
+    assert ids(prefer_later_restatements(older_below, similar, 0.45)) == [3, 2, 1]
+    assert ids(prefer_later_restatements(TRIP, similar, threshold=0.0)) == [1, 2, 3]
+
+
+def test_turns_of_one_session_are_conversation_not_updates() -> None:
+    same = [
+        item(1, "We stay on Django 4.2.", 0.9, "p1", "2026-09-01T10:00:00"),
+        item(2, "Jobs run on Celery.", 0.8, "p1", "2026-09-01T10:02:00"),
+    ]
+    assert ids(prefer_later_restatements(same, [[1, 0.9], [0.9, 1]], 0.45)) == [1, 2]
+
+
+def test_confidence_is_high_where_every_ranker_agrees_and_low_for_the_typical_candidate():
+    rows = [
+        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0 - i / 10, {"dense": d, "lex": x})
+        for i, (d, x) in enumerate([(0.8, 5.0), (0.8, 0.5), (0.3, 0.5), (0.2, 0.4), (0.2, 0.3)])
+    ]
+    confidence = ranking_confidence(rows)
+    assert confidence[0] == 1.0
+    assert 0 < confidence[1] < 1
+    assert confidence[3] == confidence[4] == 0.0
+
+
+@given(st.lists(st.floats(-5, 5), min_size=1, max_size=30))
+def test_confidence_is_always_between_0_and_1(values: list[float]) -> None:
+    rows = [Scored(Candidate(make_passage(i, "t"), 1.0), v, {"x": v}) for i, v in enumerate(values)]
+    assert all(0.0 <= c <= 1.0 for c in ranking_confidence(rows))
+
+
+def test_a_credited_user_turn_is_as_certain_as_the_reply_that_lifted_it() -> None:
+    user = Scored(
+        Candidate(make_passage(1, "I set work-free Sundays", position=0), 1.0), 0.1, {"x": 0.1}
+    )
+    reply = Scored(
+        Candidate(
+            make_passage(2, "Great idea, Sundays off help", position=1, role="assistant"), 1.0
+        ),
+        0.9,
+        {"x": 0.9},
+    )
+    other = Scored(Candidate(make_passage(3, "other", position=5), 1.0), 0.2, {"x": 0.2})
+    out = credit_replied_turns(with_confidence([reply, other, user]), 1.0)
+    assert ids(out)[0] == 1
+    assert out[0].confidence == out[1].confidence == 1.0
+
+
+def test_turns_inside_last_week_rank_first_and_nothing_inside_warns() -> None:
+    last_week = DateRange(datetime(2026, 11, 23), datetime(2026, 11, 30), "last week")
+    out, warning = prefer_time_range(TRIP, last_week)
+    assert ids(out) == [3, 1, 2] and warning is None
+    assert [s.score for s in out] == sorted((s.score for s in out), reverse=True)
+    march = DateRange(datetime(2026, 3, 1), datetime(2026, 4, 1), "in March")
+    out, warning = prefer_time_range(TRIP, march)
+    assert ids(out) == [1, 2, 3]
+    assert warning is not None and "'in March'" in warning
+
+
+def test_dates_in_a_turn_are_read_against_the_turns_own_time() -> None:
+    said = datetime(2026, 11, 20, 10, 0)
+    found = mentioned_ranges("We fly out on December 3rd and saw Maya yesterday.", said)
+    assert [(r.start.date().isoformat(), r.expression) for r in found] == [
+        ("2026-12-03", "December 3rd"),  # the nearest December 3rd, ahead of the turn
+        ("2026-11-19", "yesterday"),
+    ]
+    assert mentioned_ranges("may I ask, the 3 Dec 2026 one", said)[0].expression == "3 Dec 2026"
+
+
+def test_questions_in_other_languages_or_scripts_are_recognised() -> None:
+    assert foreign_language("¿Dónde nos alojamos en febrero?") == "Spanish"
+    assert foreign_language("Wo haben wir im Februar übernachtet?") == "German"
+    assert foreign_language("Где мы остановились в феврале?") == "Cyrillic script"
+    for english in (
+        "Where are we staying in February?",
+        "What did Ana and José decide about the casa in Porto?",
+        "wher did we stey in febuary",
+        "kubectl rollout restart deployment",
+        "Why does get_user_by_id return None in prod?",
+    ):
+        assert foreign_language(english) is None, english

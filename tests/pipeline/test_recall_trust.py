@@ -1,0 +1,254 @@
+"""Recall an agent can rely on, end to end over a real SQLite store with the lexical rankers:
+the budget bounds the text the agent receives, a query with no content returns nothing,
+a question about a date range ranks turns from that range first, a question in another
+language is flagged."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.output import format_recall, recall_output
+from smartsearch_mcp.pipeline.recall import RecallPipeline
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.tokens import get_token_counter
+from smartsearch_mcp.types import Scope, TurnInput
+
+pytestmark = pytest.mark.anyio
+
+SCOPE = Scope(("ns",))
+COUNTER = get_token_counter("o200k_base")
+NOW = datetime(2026, 11, 30, 18, 0)  # a Monday: "last week" is 23-30 November
+
+
+class NoModels:
+    """No NLP model, no learned ranker: the rule-based analyzer and lexical ranking."""
+
+    warnings: tuple[str, ...] = ()
+
+    def get_nlp(self, *, wait: bool = True) -> None:
+        return None
+
+    def get_scorer(self, kind: str, *, wait: bool = True) -> None:
+        return None
+
+    def get_bi_encoder(self, *, wait: bool = True) -> None:
+        return None
+
+
+def _pipeline(store: SQLiteStore, **truncation: Any) -> RecallPipeline:
+    config = Config().with_overrides(
+        nlp={"spacy_models": []},
+        retrieval={"dense": False},
+        rank={"scorers": ["lexical"]},
+        truncation=truncation,
+    )
+    return RecallPipeline(store, config, NoModels())  # type: ignore[arg-type]
+
+
+@pytest.fixture
+async def store(tmp_path):
+    s = await SQLiteStore.open(tmp_path / "m.db")
+    yield s
+    await s.close()
+
+
+# A few sessions over weeks: a trip planned for Lisbon then moved to Porto, a dog, a job.
+SESSIONS: list[tuple[str, str, list[str]]] = [
+    (
+        "s1",
+        "2026-10-26T19:05:00",
+        [
+            "I handed in my notice at Acme today, my last day is November 14.",
+            "Maya and I are planning a trip in February, we decided on Lisbon for a week.",
+            "Biscuit, my beagle, needs a new harness before winter.",
+        ],
+    ),
+    (
+        "s2",
+        "2026-11-10T08:40:00",
+        [
+            "The vet said Biscuit sprained his paw, two weeks of rest.",
+            "We decided to keep the budget for the trip under 1,500 euros.",
+        ],
+    ),
+    (
+        "s3",
+        "2026-11-25T20:30:00",
+        [
+            "Flights to Lisbon got expensive, so we moved the February trip to Porto.",
+            "We booked an Airbnb in Porto near Ribeira for February 12 to 19.",
+            "Biscuit is running again, the paw healed.",
+        ],
+    ),
+]
+
+
+async def _remember(store: SQLiteStore) -> None:
+    for session_id, start, texts in SESSIONS:
+        day = start[:10]
+        turns = [
+            TurnInput(text, "Dana", "user", timestamp=f"{day}T{19 + i:02d}:00:00")
+            for i, text in enumerate(texts)
+        ]
+        await store.remember("ns", session_id, turns)
+
+
+async def test_the_returned_text_stays_within_max_tokens(store):
+    """The text the agent receives (headings, dates, speakers, turn ids included) — not
+    only the passages' words — fits the budget."""
+    many = [
+        TurnInput(
+            f"We talked about the hiking trip to the Alps, day {i}.",
+            f"Speaker{i % 3}",
+            timestamp=f"2026-0{1 + i % 9}-1{i % 10}T10:00:00",
+        )
+        for i in range(60)
+    ]
+    await store.remember("ns", "hikes", many)
+    pipeline = _pipeline(store)
+    for budget in (150, 300, 700):
+        result = await pipeline.recall("hiking trip Alps", SCOPE, budget, NOW)
+        text = format_recall("hiking trip Alps", result)
+        assert result.passages
+        assert COUNTER.count(text) <= budget
+        assert result.tokens_used <= budget
+        assert result.stop_reason == "budget"
+
+
+FIXTURE_OK = [HealthCheck.function_scoped_fixture]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=200), min_size=1, max_size=25),
+    budget=st.integers(min_value=100, max_value=900),
+)
+async def test_the_rendered_text_never_exceeds_the_budget(tmp_path_factory, texts, budget):
+    path = tmp_path_factory.mktemp("prop") / "m.db"
+    store = await SQLiteStore.open(path)
+    try:
+        turns = [
+            TurnInput(f"trip {text}", f"P{i % 4}", timestamp=f"2026-0{1 + i % 9}-0{1 + i % 9}")
+            for i, text in enumerate(texts)
+        ]
+        await store.remember("ns", "s", turns)
+        pipeline = _pipeline(store)
+        result = await pipeline.recall("trip", SCOPE, budget, NOW)
+        assert COUNTER.count(format_recall("trip", result)) <= budget
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("query", ["?", "...", "hmm", "hmmm", "what about that?", "the and of it"])
+async def test_a_query_with_no_content_returns_nothing_and_says_so(store, query):
+    await _remember(store)
+    result = await _pipeline(store).recall(query, SCOPE, 1500, NOW)
+    assert result.passages == []
+    assert any("names nothing to search for" in w for w in result.warnings)
+    assert "names nothing to search for" in format_recall(query, result)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(
+    query=st.lists(
+        st.sampled_from(["?", "...", "!", "the", "and", "what", "about", "it", "hmm", "ok", "so"]),
+        min_size=1,
+        max_size=6,
+    ).map(" ".join)
+)
+async def test_stopwords_and_punctuation_never_return_passages(store, query):
+    if not (await store.scope_turns(SCOPE)):
+        await _remember(store)
+    result = await _pipeline(store).recall(query, SCOPE, 1500, NOW)
+    assert result.passages == []
+
+
+async def test_what_we_decided_last_week_ranks_the_turn_from_last_week_first(store):
+    await _remember(store)
+    result = await _pipeline(store).recall("What did we decide last week?", SCOPE, 1500, NOW)
+    first = result.passages[0].candidate.passage.turn
+    assert first.session_id == "s3"  # 25 November; the older "we decided" turns come after
+    assert "moved the February trip to Porto" in first.text
+    assert not any("falls in" in w for w in result.warnings)
+
+
+async def test_a_turn_that_mentions_a_date_in_the_range_counts_as_inside(store):
+    await store.remember(
+        "ns",
+        "plans",
+        [
+            TurnInput(
+                "The dentist appointment is on December 3rd.",
+                "Dana",
+                timestamp="2026-11-02T09:00:00",
+            ),
+            TurnInput(
+                "What happened at the dentist? The dentist said my teeth look fine.",
+                "Dana",
+                timestamp="2026-11-20T09:00:00",
+            ),
+        ],
+    )
+    reference = datetime(2026, 12, 10, 12, 0)
+    result = await _pipeline(store).recall(
+        "what happened at the dentist on 3 Dec 2026?", SCOPE, 1500, reference
+    )
+    assert "December 3rd" in result.passages[0].candidate.passage.text
+
+
+async def test_a_range_with_nothing_inside_warns_and_falls_back(store):
+    await _remember(store)
+    result = await _pipeline(store).recall("What did we decide in March?", SCOPE, 1500, NOW)
+    assert result.passages  # the best matches from any time
+    assert any("nothing recalled falls in" in w for w in result.warnings)
+
+
+async def test_a_spanish_question_is_flagged(store):
+    await _remember(store)
+    result = await _pipeline(store).recall("¿Dónde nos alojamos en febrero?", SCOPE, 1500, NOW)
+    assert any("does not look English" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Where are we staying in February?",
+        "What did Dana say about Biscuit's harness?",
+        "wher did we stey in febuary",
+        "why does get_user_by_id return None in prod",
+    ],
+)
+async def test_english_questions_with_names_typos_and_code_are_not_flagged(store, query):
+    await _remember(store)
+    result = await _pipeline(store).recall(query, SCOPE, 1500, NOW)
+    assert not any("does not look English" in w for w in result.warnings)
+
+
+async def test_the_structured_output_says_why_recall_stopped(store):
+    await _remember(store)
+    result = await _pipeline(store, alpha=0.5).recall("Biscuit paw vet", SCOPE, 1500, NOW)
+    output = recall_output(result)
+    assert output.stop_reason in ("threshold", "exhausted", "budget", "top_k")
+    assert len(output.passages) == len(result.passages)
+    assert all(0.0 <= p.confidence <= 1.0 for p in output.passages)
+    text = format_recall("Biscuit paw vet", result)
+    assert text.splitlines()[0].endswith(").")
+
+
+async def test_the_threshold_stops_early_at_the_default_budget_but_not_above_it(store):
+    turns = [TurnInput("The Porto Airbnb near Ribeira is booked for February.", "Dana")]
+    turns += [TurnInput(f"Porto note {i}: the weather was grey.", "Dana") for i in range(30)]
+    await store.remember("ns", "s", turns)
+    pipeline = _pipeline(store, alpha=0.5, max_tokens=1500)
+    ranking = await pipeline.rank("Airbnb near Ribeira in Porto", SCOPE, NOW)
+    default = pipeline.truncate(ranking, 1500)
+    larger = pipeline.truncate(ranking, 3000)
+    assert default.stop_reason == "threshold"
+    assert len(default.passages) < len(larger.passages)
+    assert larger.stop_reason == "exhausted"
