@@ -81,6 +81,9 @@ class PassageConfig:
     overlap_words: int = 30
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "int8")  # models.precision (see models/precision.py)
+
+
 @dataclass(frozen=True)
 class ModelsConfig:
     cross_encoder: str = "cross-encoder/ms-marco-MiniLM-L-12-v2"
@@ -89,6 +92,16 @@ class ModelsConfig:
     device: str = "cpu"
     torch_threads: int = 0  # 0: one per core
     batch_size: int = 32
+    # Cross-encoder and ColBERT arithmetic: "auto" (bf16 where the CPU has native bf16,
+    # else fp32), "fp32", "bf16", or "int8" (dynamic quantization; opt-in).
+    precision: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"config key models.precision: unknown precision {self.precision!r}; "
+                f"known: {', '.join(PRECISIONS)}"
+            )
 
 
 RANKERS = ("cross_encoder", "colbert", "bi_encoder", "context", "bm25", "lexical", "speaker")
