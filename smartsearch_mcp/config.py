@@ -153,6 +153,9 @@ class PassageConfig(Section):
             )
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "int8")  # models.precision (see models/precision.py)
+
+
 @dataclass(frozen=True)
 class ModelsConfig(Section):
     NAME: ClassVar[str] = "models"
@@ -164,6 +167,9 @@ class ModelsConfig(Section):
     device: str = "cpu"
     torch_threads: int = 0  # 0: one per core
     batch_size: int = setting(32, at_least=1)
+    # Cross-encoder and ColBERT arithmetic: "auto" (bf16 where the CPU has native bf16,
+    # else fp32), "fp32", "bf16", or "int8" (dynamic quantization; opt-in).
+    precision: str = setting("auto", choices=PRECISIONS)
 
     def check(self) -> None:
         kind, _, index = self.device.partition(":")

@@ -143,6 +143,28 @@ def build_parser() -> argparse.ArgumentParser:
         "path", nargs="?", default=None, help="a small-memories JSON file (default: built in)"
     )
     small.set_defaults(handler=_cmd_small)
+    rankers = sub.add_parser(
+        "rankers",
+        parents=[common],
+        help="rank-stage speed with the configured rankers' shapes (random weights, offline)",
+        description="Time the rank stage with random-weight models of the configured "
+        "cross-encoder's and ColBERT's exact shapes: recall's way against the naive way.",
+    )
+    rankers.add_argument(
+        "--data",
+        default=os.environ.get(DATA_ENV),
+        help=f"LoCoMo or BEAM data for realistic candidates (default ${DATA_ENV}; "
+        "generated text when absent)",
+    )
+    rankers.add_argument("--candidates", type=_positive_int, default=60)
+    rankers.add_argument("--repeats", type=_positive_int, default=20, help="timed queries")
+    rankers.add_argument(
+        "--precision",
+        choices=("auto", "fp32", "bf16", "int8"),
+        help="override models.precision for recall's way",
+    )
+    rankers.add_argument("--json", action="store_true", help="print the summary as JSON")
+    rankers.set_defaults(handler=_cmd_rankers)
 
     report = sub.add_parser(
         "report", help="regenerate summary.md and plots; print the README Benchmarks section"
@@ -475,6 +497,15 @@ def scale_targets(data: dict[str, Any]) -> list[str]:
 
 def _verdict(ok: bool) -> str:
     return "**met**" if ok else "**missed**"
+
+
+def _cmd_rankers(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench import rankers
+
+    # The rankers to time are the paper's (the default preset) unless a config is named.
+    return rankers.main(args, config if config_name else Config.load("default"))
 
 
 def _cmd_report(

@@ -239,7 +239,7 @@ class ModelRegistry:
             where = location.describe() if location else None
             return None, ModelStatus(kind, name, where, ok=False, message=message)
         seconds = time.perf_counter() - started
-        note = f"backend: {scorer.backend}" if isinstance(scorer, ColbertScorer) else None
+        note = describe_runtime(scorer)
         return scorer, ModelStatus(kind, name, location.describe(), True, note, seconds)
 
     def _load_scorer(self, kind: str, location: ModelLocation) -> Any:
@@ -250,9 +250,14 @@ class ModelRegistry:
         }
         _quiet_loading_bars(self._importer)
         if kind == "cross_encoder":
-            return CrossEncoderScorer.load(location, **common)
+            return CrossEncoderScorer.load(location, precision=self.models.precision, **common)
         if kind == "colbert":
-            return ColbertScorer.load(location, backend=self.colbert_backend, **common)
+            return ColbertScorer.load(
+                location,
+                backend=self.colbert_backend,
+                precision=self.models.precision,
+                **common,
+            )
         return BiEncoderScorer.load(location, **common)
 
     def _configure_torch(self) -> None:
@@ -292,6 +297,16 @@ class ModelRegistry:
             "(pip install -e '.[offline]' or python -m spacy download en_core_web_sm)"
         )
         return None, ModelStatus("spacy", ", ".join(names), None, ok=False, message=message)
+
+
+def describe_runtime(scorer: Any) -> str | None:
+    """How a loaded ranker computes, for `models` and `doctor`: its backend and precision."""
+    parts = []
+    if isinstance(scorer, ColbertScorer):
+        parts.append(f"backend: {scorer.backend}")
+    if isinstance(scorer, CrossEncoderScorer | ColbertScorer):
+        parts.append(f"precision: {scorer.precision}")
+    return ", ".join(parts) or None
 
 
 def _spacy_error(exc: Exception) -> str:

@@ -11,6 +11,7 @@ missing package); heavy objects are typed `Any` so this module imports nothing h
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import threading
@@ -19,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from smartsearch_mcp.models.precision import inference, quantize_int8, resolve_precision
 from smartsearch_mcp.models.resolve import ModelLocation, model_identity
 
 log = logging.getLogger(__name__)
@@ -36,11 +38,21 @@ class CrossEncoderScorer:
 
     name: str = "cross_encoder"
 
-    def __init__(self, model: Any, identity: Any, *, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: Any,
+        identity: Any,
+        *,
+        batch_size: int = 32,
+        torch: Any = None,
+        precision: str = "fp32",
+    ) -> None:
         self._model = model
         self._identity = identity  # torch.nn.Identity(): predict() then returns logits
         self._batch_size = max(1, batch_size)
         self._lock = threading.Lock()
+        self._torch = torch
+        self.precision = precision
 
     @classmethod
     def load(
@@ -49,9 +61,11 @@ class CrossEncoderScorer:
         *,
         device: str = "cpu",
         batch_size: int = 32,
+        precision: str = "fp32",
         importer: Importer = importlib.import_module,
     ) -> CrossEncoderScorer:
-        """Load a cross-encoder with one output (e.g. an MS MARCO reranker)."""
+        """Load a cross-encoder with one output (e.g. an MS MARCO reranker) to run at
+        `precision` (see `models.precision`)."""
         torch = importer("torch")
         sentence_transformers = importer("sentence_transformers")
         model = sentence_transformers.CrossEncoder(
@@ -62,14 +76,17 @@ class CrossEncoderScorer:
             raise ValueError(
                 f"a cross-encoder ranker needs one output (num_labels=1), got {labels}"
             )
-        return cls(model, torch.nn.Identity(), batch_size=batch_size)
+        chosen = resolve_precision(precision, device)
+        if chosen == "int8":
+            model = quantize_int8(torch, model)
+        return cls(model, torch.nn.Identity(), batch_size=batch_size, torch=torch, precision=chosen)
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One relevance logit per text, in input order."""
         if not texts:
             return []
         pairs = [(query, text) for text in texts]
-        with self._lock:
+        with self._lock, self._precision():
             logits = self._model.predict(
                 pairs,
                 batch_size=self._batch_size,
@@ -78,6 +95,9 @@ class CrossEncoderScorer:
                 convert_to_numpy=True,
             )
         return [float(x) for x in np.asarray(logits, dtype=np.float64).reshape(len(texts))]
+
+    def _precision(self) -> contextlib.AbstractContextManager[None]:
+        return _precision_context(self._torch, self.precision)
 
 
 class ColbertScorer:
@@ -92,11 +112,21 @@ class ColbertScorer:
 
     name: str = "colbert"
 
-    def __init__(self, model: Any, backend: str, *, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: Any,
+        backend: str,
+        *,
+        batch_size: int = 32,
+        torch: Any = None,
+        precision: str = "fp32",
+    ) -> None:
         self._model = model
         self.backend = backend
         self._batch_size = max(1, batch_size)
         self._lock = threading.Lock()
+        self._torch = torch
+        self.precision = precision
 
     @classmethod
     def load(
@@ -106,9 +136,11 @@ class ColbertScorer:
         device: str = "cpu",
         batch_size: int = 32,
         backend: ColbertBackend = "auto",
+        precision: str = "fp32",
         importer: Importer = importlib.import_module,
     ) -> ColbertScorer:
-        """Load a ColBERT checkpoint with the chosen (or the available) backend."""
+        """Load a ColBERT checkpoint with the chosen (or the available) backend, to run at
+        `precision` (see `models.precision`)."""
         if backend == "auto":
             sentence_transformers = importer("sentence_transformers")
             native = getattr(sentence_transformers, "MultiVectorEncoder", None)
@@ -124,25 +156,54 @@ class ColbertScorer:
                 location.path, device=device, local_files_only=location.local_files_only
             )
         log.debug("ColBERT %s loaded with the %s backend", location.name, backend)
-        return cls(model, backend, batch_size=batch_size)
+        chosen = resolve_precision(precision, device)
+        torch = importer("torch") if chosen != "fp32" else None
+        if chosen == "int8":
+            model = quantize_int8(torch, model)
+        return cls(model, backend, batch_size=batch_size, torch=torch, precision=chosen)
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
-        """One MaxSim score per text, in input order."""
+        """One MaxSim score per text, in input order (query and texts encoded now)."""
         if not texts:
             return []
-        with self._lock:
+        with self._lock, self._precision():
             query_tokens, text_tokens = self._encode(query, list(texts))
         return maxsim(query_tokens, text_tokens)
 
+    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """The token vectors of each text as a document, float16 (tokens x dimension): what
+        is stored ahead of time so that a recall only encodes the query."""
+        if not texts:
+            return []
+        with self._lock, self._precision():
+            encoded = self._encode_documents(list(texts))
+        return [_as_array(tokens).astype(np.float16) for tokens in encoded]
+
+    def score_encoded(self, query: str, documents: Sequence[np.ndarray]) -> list[float]:
+        """MaxSim of `query` against documents encoded ahead of time (`encode_documents`)."""
+        if not documents:
+            return []
+        with self._lock, self._precision():
+            query_tokens = self._encode_query(query)
+        return maxsim(query_tokens, documents)
+
+    def _precision(self) -> contextlib.AbstractContextManager[None]:
+        return _precision_context(self._torch, self.precision)
+
     def _encode(self, query: str, texts: list[str]) -> tuple[Any, list[Any]]:
-        options: dict[str, Any] = {"batch_size": self._batch_size, "show_progress_bar": False}
+        return self._encode_query(query), self._encode_documents(texts)
+
+    def _encode_query(self, query: str) -> Any:
+        options = {"batch_size": 1, "show_progress_bar": False}
         if self.backend == "sentence_transformers":
-            query_tokens = self._model.encode_query([query], **options)[0]
-            text_tokens = list(self._model.encode_document(texts, **options))
-        else:
-            query_tokens = self._model.encode([query], is_query=True, **options)[0]
-            text_tokens = list(self._model.encode(texts, is_query=False, **options))
-        return query_tokens, text_tokens
+            return self._model.encode_query([query], **options)[0]
+        return self._model.encode([query], is_query=True, **options)[0]
+
+    def _encode_documents(self, texts: list[str]) -> list[Any]:
+        options = {"batch_size": self._batch_size, "show_progress_bar": False}
+        if self.backend == "sentence_transformers":
+            return list(self._model.encode_document(texts, **options))
+        return list(self._model.encode(texts, is_query=False, **options))
 
 
 class BiEncoderScorer:
@@ -221,6 +282,14 @@ def maxsim(query_tokens: Any, texts_tokens: Sequence[Any]) -> list[float]:
             continue
         scores.append(float((query @ text.T).max(axis=1).sum()))
     return scores
+
+
+def _precision_context(torch: Any, precision: str) -> contextlib.AbstractContextManager[None]:
+    """bf16 autocast (and no autograd) for a bf16 scorer; nothing added otherwise (the
+    libraries' own calls already run without autograd)."""
+    if precision == "bf16" and torch is not None:
+        return inference(torch, precision)
+    return contextlib.nullcontext()
 
 
 def _as_array(values: Any) -> np.ndarray:

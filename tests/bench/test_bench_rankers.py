@@ -1,0 +1,81 @@
+"""`bench rankers`: random-weight models of the configured shapes, timed both ways (with small
+shapes here, so that the test is quick; the real shapes are the same code)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from smartsearch_mcp.bench import rankers
+from smartsearch_mcp.bench.cli import run_bench
+from smartsearch_mcp.config import Config, ModelsConfig
+from smartsearch_mcp.types import InputError
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+SMALL_CROSS = "test/small-cross-encoder"
+SMALL_COLBERT = "test/small-colbert"
+
+
+@pytest.fixture
+def small_shapes(monkeypatch: pytest.MonkeyPatch) -> Config:
+    shapes = {
+        SMALL_CROSS: rankers.Shape(2, 32, 2, 64, max_length=128),
+        SMALL_COLBERT: rankers.Shape(2, 32, 2, 64, max_length=128, colbert_dim=16),
+    }
+    monkeypatch.setattr(rankers, "KNOWN_SHAPES", {**rankers.KNOWN_SHAPES, **shapes})
+    config = Config.load("default")
+    models = dataclasses.replace(
+        config.models, cross_encoder=SMALL_CROSS, colbert=SMALL_COLBERT, precision="fp32"
+    )
+    return dataclasses.replace(config, models=models)
+
+
+def test_the_json_summary_times_both_ways_with_the_configured_shapes(
+    small_shapes: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["rankers", "--json", "--candidates", "6", "--repeats", "3", "--data", str(FIXTURES)]
+
+    assert run_bench(argv, small_shapes, "test") == 0
+
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for key in ("rank_p50_ms", "rank_p95_ms", "naive_p50_ms", "naive_p95_ms"):
+        assert summary[key] > 0
+    assert summary["rank_p50_ms"] <= summary["rank_p95_ms"]
+    assert summary["candidates"] == 6 and summary["queries"] == 3
+    assert summary["texts"] == "LoCoMo turns"
+    assert summary["precision"] == "fp32" and summary["naive_precision"] == "fp32"
+    assert summary["models"]["cross_encoder"]["layers"] == 2
+    assert summary["models"]["colbert"]["colbert_dim"] == 16
+    assert summary["threads"]["per_ranker"] >= 1
+    # fp16 token vectors: 2 bytes x 16 dimensions x at least one token per passage
+    assert summary["colbert_bytes_per_passage"] >= 32
+    assert summary["colbert_index_passages_per_s"] > 0
+
+
+def test_the_shapes_of_the_default_preset_are_known() -> None:
+    config = Config.load("default")
+
+    cross = rankers.shape_of(config.models.cross_encoder, "cross_encoder")
+    colbert = rankers.shape_of(config.models.colbert, "colbert")
+
+    assert (cross.layers, cross.hidden, cross.heads, cross.vocab) == (12, 384, 12, 30522)
+    assert (colbert.layers, colbert.hidden, colbert.colbert_dim) == (12, 384, 96)
+
+
+def test_an_unknown_shape_is_named_with_the_known_ones() -> None:
+    config = Config.load("default")
+    models = ModelsConfig(cross_encoder="someone/unknown-reranker")
+
+    with pytest.raises(InputError, match=r"someone/unknown-reranker.*known: .*MiniLM-L-12"):
+        rankers.run(dataclasses.replace(config, models=models), repeats=1)
+
+
+def test_candidates_are_generated_when_no_data_is_there(tmp_path: Path) -> None:
+    pairs, source = rankers.candidate_texts(tmp_path / "missing", count=5, queries=2)
+
+    assert source == "generated"
+    assert len(pairs) == 2 and all(len(texts) == 5 for _, texts in pairs)
+    assert all(question.endswith("?") for question, _ in pairs)
