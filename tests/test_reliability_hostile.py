@@ -210,7 +210,10 @@ def _fuzz_tool(
         added = set(out["ids"]) - set(before)
         assert set(after) - set(before) == added
     elif tool == "recall":
-        assert 0 <= out["tokens_used"] <= out["max_tokens"]
+        # Passages fit the budget; warnings always get through, so a tiny budget with a
+        # warning (a contentless query) may exceed it with no passage returned.
+        assert out["tokens_used"] >= 0
+        assert out["tokens_used"] <= out["max_tokens"] or not out["passages"]
         assert all(p["id"] in before for p in out["passages"])
     elif tool == "grep":
         assert all(m["id"] in before for m in out["matches"])

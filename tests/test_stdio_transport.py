@@ -164,7 +164,9 @@ def test_the_server_says_what_it_serves_and_stops_on_the_first_ctrl_c(tmp_path):
     status, err = server.wait()
     assert status == 130
     (started,) = [line for line in err.splitlines() if "serving MCP over stdio" in line]
-    assert str(server.db) in started and "namespace default" in started
+    assert (
+        str(server.db) in started and ", namespace " in started
+    )  # the namespace rule: project or default
     assert "Traceback" not in err
 
 
