@@ -351,13 +351,7 @@ def _cmd_scale(
         run_scale,
     )
 
-    sources = args.data or ([os.environ[DATA_ENV]] if os.environ.get(DATA_ENV) else [])
-    if not sources:
-        raise InputError(
-            f"the scale bench recombines real turns: give --data PATH (a LoCoMo folder, a "
-            f"BEAM split, or a folder holding both) or set ${DATA_ENV}"
-        )
-    corpus = load_source_corpus(sources)
+    corpus = load_source_corpus(_recombined_sources(args, "scale"))
     modes = tuple(_split(args.modes))
     options = ScaleOptions(
         turns=args.turns,
@@ -429,13 +423,7 @@ def _cmd_loop_lag(
     )
     from smartsearch_mcp.bench.scale import load_source_corpus
 
-    sources = args.data or ([os.environ[DATA_ENV]] if os.environ.get(DATA_ENV) else [])
-    if not sources:
-        raise InputError(
-            f"the loop-lag bench recombines real turns: give --data PATH (a LoCoMo folder, a "
-            f"BEAM split, or a folder holding both) or set ${DATA_ENV}"
-        )
-    corpus = load_source_corpus(sources)
+    corpus = load_source_corpus(_recombined_sources(args, "loop-lag"))
     options = LoopLagOptions(
         turns=args.turns,
         recalls=args.recalls,
@@ -497,6 +485,18 @@ def scale_targets(data: dict[str, Any]) -> list[str]:
 
 def _verdict(ok: bool) -> str:
     return "**met**" if ok else "**missed**"
+
+
+def _recombined_sources(args: argparse.Namespace, bench: str) -> list[str]:
+    """The data a bench that recombines real turns reads: --data, else $SMARTSEARCH_BENCH_DATA;
+    an InputError saying so when neither is given."""
+    sources = args.data or ([os.environ[DATA_ENV]] if os.environ.get(DATA_ENV) else [])
+    if not sources:
+        raise InputError(
+            f"the {bench} bench recombines real turns: give --data PATH (a LoCoMo folder, a "
+            f"BEAM split, or a folder holding both) or set ${DATA_ENV}"
+        )
+    return list(sources)
 
 
 def _cmd_rankers(
