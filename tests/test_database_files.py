@@ -13,6 +13,7 @@ import os
 import sqlite3
 import stat
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -346,3 +347,45 @@ def test_a_tool_on_a_corrupt_database_answers_with_the_clear_error(tmp_path):
     result = anyio.run(call)
     assert result.is_error
     assert f"the database file {db} is corrupt" in result.content[0].text
+
+
+# ---------------------------------------------------------------- two stores in one process
+
+
+def _count_in_another_process(db: Path) -> int:
+    """Open, count the turns and close, in a process of its own (its close checkpoints and
+    removes the write-ahead log when it believes no one else has the database open)."""
+    script = (
+        "import sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1])\n"
+        "print(db.execute('SELECT COUNT(*) FROM turns').fetchone()[0])\n"
+        "db.close()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(db)],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=True,
+    )
+    return int(done.stdout)
+
+
+@pytest.mark.anyio
+async def test_opening_a_second_store_keeps_the_first_ones_locks(tmp_path):
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it. A
+    store that read the database header through a handle of its own made the process's
+    other connections lockless: another process then deleted the write-ahead log they still
+    wrote to, and their acknowledged turns were lost (found by the server-crash test)."""
+    db = tmp_path / "memory.db"
+    first = await SQLiteStore.open(db)
+    try:
+        await first.remember("default", "s1", [TurnInput(text="the first note")])
+        second = await SQLiteStore.open(db)
+        await second.close()
+        assert _count_in_another_process(db) == 1
+        assert Path(f"{db}-wal").exists(), "the log in use was removed by another process"
+        await first.remember("default", "s1", [TurnInput(text="the second note")])
+        assert _count_in_another_process(db) == 2
+    finally:
+        await first.close()

@@ -20,7 +20,6 @@ log = logging.getLogger(__name__)
 
 # PRAGMA application_id of every database this project creates ("SSmc").
 APPLICATION_ID = 0x53536D63
-SQLITE_HEADER = b"SQLite format 3\x00"
 # The tables that make an old database (from before application_id was set) ours.
 OUR_TABLES = frozenset({"schema_version", "turns", "sessions"})
 SIDE_FILES = ("-wal", "-shm")
@@ -35,16 +34,15 @@ class ForeignDatabaseError(DatabaseError):
     """The file is another application's SQLite database; nothing was changed."""
 
 
-def prepare_new_or_existing(file: Path) -> None:
-    """Make `file`'s directory (0700 when created here) and the file itself (0600 when
-    created here); tighten an existing database's mode to 0600. A directory that exists is
-    left as the user made it: the files in it are private whatever its mode."""
+def create_private(file: Path) -> None:
+    """Make `file`'s directory (0700 when created here) and the file itself (0600) when they
+    are missing. A directory that exists is left as the user made it: the files in it are
+    private whatever its mode."""
     make_private_dir(file.parent)
     if not file.exists():
         # Private from the first byte: memories are personal.
         fd = os.open(file, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
-    tighten_modes(file)
 
 
 def make_private_dir(directory: Path) -> None:
@@ -81,24 +79,6 @@ def tighten_modes(file: Path) -> None:
         )
 
 
-def check_header(file: Path) -> None:
-    """Refuse, before SQLite touches it, a non-empty file that is not an SQLite database.
-    (Damage inside an SQLite file is SQLite's to find: a checkpoint cut short by a crash
-    leaves a file shorter than its header says, which the write-ahead log then completes.)"""
-    try:
-        with file.open("rb") as handle:
-            header = handle.read(len(SQLITE_HEADER))
-    except FileNotFoundError:
-        return
-    except OSError as exc:
-        raise describe_error(file, exc) from exc
-    if header and header != SQLITE_HEADER:
-        raise DatabaseError(
-            f"{file} is not an SQLite database (smartsearch-mcp keeps its memory in one): "
-            "nothing was changed — point --db at another file (a new name creates a database)"
-        )
-
-
 def check_ours(path: str, application_id: int, tables: list[str]) -> None:
     """Raise ForeignDatabaseError unless the database is ours or empty."""
     if application_id == APPLICATION_ID:
@@ -122,9 +102,15 @@ def describe_error(path: str | Path, exc: BaseException) -> DatabaseError:
     text = str(exc)
     if text.startswith("Could not decode"):  # SQLite quotes the stored text: never shown
         text = "a stored text is not valid UTF-8"
-    if primary in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB) or (
-        primary is None
-        and any(sign in text for sign in ("malformed", "not a database", "not valid UTF-8"))
+    if primary == sqlite3.SQLITE_NOTADB or (primary is None and "not a database" in text):
+        # SQLite reads the header before anything is written: the file is left as it was.
+        return DatabaseError(
+            f"{path} is not an SQLite database (smartsearch-mcp keeps its memory in one), or "
+            "its header is damaged: nothing was changed — point --db at another file (a new "
+            f"name creates a database), or run `smartsearch-mcp doctor --db {path}`"
+        )
+    if primary == sqlite3.SQLITE_CORRUPT or (
+        primary is None and any(sign in text for sign in ("malformed", "not valid UTF-8"))
     ):
         return DatabaseError(
             f"the database file {path} is corrupt ({text}): run `smartsearch-mcp doctor "

@@ -166,11 +166,17 @@ class SQLiteStore:
         max_call_chars: int,
     ) -> SQLiteStore:
         if target != ":memory:":
-            file = Path(target)
-            files.check_header(file)
-            files.prepare_new_or_existing(file)
+            # No header check with a file handle of our own: closing any descriptor of the
+            # database drops every POSIX lock this process holds on it, those of its open
+            # SQLite connections included, and another process could then checkpoint and
+            # delete the write-ahead log they still use. SQLite reads the header first and
+            # refuses a file that is not a database before writing anything (_check_ours).
+            files.create_private(Path(target))
         writer = await _connect(target, busy_timeout_ms)
         try:
+            if target != ":memory:":
+                # Only once the file is known to be ours (another's keeps its mode).
+                files.tighten_modes(Path(target))
             await _migrate(writer)
             reader = writer if target == ":memory:" else await _connect(target, busy_timeout_ms)
         except BaseException:
@@ -188,7 +194,6 @@ class SQLiteStore:
                 f"no database at {target}: nothing has been stored there yet — check --db "
                 "(or $SMARTSEARCH_DB), or store something first (`smartsearch-mcp remember`)"
             )
-        files.check_header(file)
         reader = await _connect(target, busy_timeout_ms, read_only=True)
         try:
             version = await _current_version(reader)
