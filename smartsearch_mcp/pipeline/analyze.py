@@ -118,17 +118,6 @@ _SENTENCE_END = frozenset(".!?:;\n\r")
 _OPENERS = frozenset("\"'“‘([{*-–—•>")
 _NAME_CONNECTORS = frozenset({"of", "the", "de", "da", "del", "der", "van", "von", "la", "le"})
 _TITLES = frozenset({"mr", "mrs", "ms", "dr", "prof", "st", "mt", "sr", "jr"})
-_TEMPORAL_QUESTION_RE = re.compile(
-    r"^\W*(?:(?:and|so|but|ok|okay|also)\W+)?when\b"
-    r"|\b(?:since|until|till|by|from)\s+when\b"
-    r"|\b(?:know|remember|recall|tell\s+me|ask(?:ed)?|wonder(?:ing)?)\s+when\b"
-    r"|\bwhat\s+(?:date|day|time|year|month|week|season|period)\b"
-    r"|\bwhich\s+(?:date|day|year|month|week|season|period)\b"
-    r"|\bhow\s+long\b"
-    r"|\bhow\s+many\s+(?:days|weeks|months|years|hours|minutes)\b"
-    r"|\bhow\s+recently\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,7 +163,6 @@ class QueryAnalysis:
     entities: tuple[Entity, ...]
     terms: tuple[WeightedTerm, ...]
     time_range: DateRange | None
-    temporal_question: bool
     extractor: str
     has_content: bool = True
     warnings: tuple[str, ...] = ()
@@ -212,7 +200,6 @@ def analyze_query(query: str, nlp: Any | None, reference: datetime | None = None
         entities=tuple(entities),
         terms=terms,
         time_range=time_range,
-        temporal_question=bool(_TEMPORAL_QUESTION_RE.search(text)),
         extractor=extractor,
         has_content=has_content,
         warnings=tuple(warnings),

@@ -227,11 +227,17 @@ def add_prf(
     if not top:
         return scores, []
     expansion = select_prf_terms(
-        analysis, [corpus.lowered[i] for i in top], corpus.corpus_stats(), prf_terms
+        analysis, feedback_texts(corpus.passages[i] for i in top), corpus.corpus_stats(), prf_terms
     )
     if not expansion:
         return scores, []
     return with_feedback(scores, lexical_scores(expansion, corpus.lowered)), expansion
+
+
+def feedback_texts(passages: Iterable[Passage]) -> list[str]:
+    """What feedback draws its terms from: what was said, lowercased, without the speaker
+    label — the best hits' speaker is who talked, not what the question is about."""
+    return [p.text.lower() for p in passages]
 
 
 def with_feedback(scores: Sequence[float], extra: Sequence[float]) -> list[float]:

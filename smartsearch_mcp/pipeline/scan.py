@@ -42,6 +42,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     RankingTexts,
     add_date_bonus,
     add_speaker_bonus,
+    feedback_texts,
     idf_from_counts,
     lexical_scores,
     lowered_texts,
@@ -251,7 +252,7 @@ async def scan_scope(
             limiter,
             select_prf_terms,
             analysis,
-            [low for _, _, low in top],
+            feedback_texts(passage for _, passage, _ in top),
             stats,
             retrieval.prf_terms,
         )

@@ -134,7 +134,6 @@ def test_rules_weigh_entities_over_content_words_and_drop_stopwords() -> None:
         WeightedTerm("support", RULE_WORD_WEIGHT, "word", inflect=True),
         WeightedTerm("group", RULE_WORD_WEIGHT, "word", inflect=True),
     )
-    assert analysis.temporal_question is True
 
 
 def test_rules_add_stems_at_lower_weight_in_the_word_group() -> None:
@@ -179,22 +178,6 @@ def test_absolute_dates_become_the_time_range_not_terms() -> None:
         datetime(2023, 5, 8), datetime(2023, 5, 9), "8 May 2023"
     )
     assert [t.term for t in analysis.terms] == ["happened", "happen"]
-
-
-@pytest.mark.parametrize(
-    ("query", "temporal"),
-    [
-        ("When did Melanie go camping?", True),
-        ("what date was the party", True),
-        ("How long ago did I adopt the dog?", True),
-        ("Do you remember when we met?", True),
-        ("How many days did the trip last?", True),
-        ("What did Melanie paint?", False),
-        ("Where does Caroline live?", False),
-    ],
-)
-def test_temporal_questions_are_recognized(query: str, temporal: bool) -> None:
-    assert analyze_query(query, None, REFERENCE).temporal_question is temporal
 
 
 def test_terms_are_sorted_by_weight_then_first_appearance() -> None:

@@ -461,7 +461,8 @@ async def test_the_speaker_ranker_puts_what_a_named_person_said_first(store):
             # With two candidates and two rankers in opposite order, RRF ties; the prior
             # weighs a little more here to decide.
             rank={"scorers": rankers, "weights": {"speaker": 1.5}},
-            retrieval={"speaker_bonus": 0.0},
+            # Feedback off: with two turns it would only re-weigh their own words.
+            retrieval={"speaker_bonus": 0.0, "prf_docs": 0},
             expansion={"enabled": False},
         )
         pipeline = RecallPipeline(store, config, FakeRegistry(scorers))  # type: ignore[arg-type]

@@ -13,6 +13,7 @@ from smartsearch_mcp.pipeline.analyze import WeightedTerm, analyze_query
 from smartsearch_mcp.pipeline.retrieve import (
     ROLE_NAMES,
     Corpus,
+    add_prf,
     dense_query,
     idf_weighted,
     ranking_text,
@@ -187,3 +188,27 @@ def test_idf_counts_the_texts_a_term_matches_as_a_word_not_as_a_substring() -> N
     weighted = idf_weighted([art, paints], texts)
     assert weighted[0].weight == weighted[1].weight
     assert term_document_counts([art, paints], texts) == [1, 1]
+
+
+def test_feedback_draws_its_terms_from_what_was_said_not_from_who_said_it() -> None:
+    """The best hits for "who went hiking" are all Zebulon's: his name is in every one of them
+    as a speaker label, but searching it again would only pull up everything he said."""
+    said = [
+        ("Zebulon", "we went hiking up the ridge trail at dawn"),
+        ("Zebulon", "hiking the ridge again next weekend with my brother"),
+        ("Zebulon", "my boots gave out after hiking the ridge"),
+        ("Ann", "the lasagna needs another hour in the oven"),
+        ("Bo", "I repainted the kitchen blue"),
+        ("Ann", "the garden is full of tomatoes this year"),
+        ("Bo", "our cat sleeps on the radiator"),
+    ]
+    passages = [make_passage(i, text, speaker=who) for i, (who, text) in enumerate(said, 1)]
+    corpus = Corpus.build(passages)
+    analysis = analyze_query("Who went hiking?", None)
+    scores = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]
+
+    _, terms = add_prf(analysis, scores, corpus, prf_docs=3, prf_terms=3)
+
+    words = [t.term for t in terms]
+    assert "ridge" in words
+    assert "zebulon" not in words
