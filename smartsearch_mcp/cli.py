@@ -168,6 +168,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--no-preload", action="store_true", help="load models on the first recall, not at start"
     )
+    serve.add_argument(
+        "--no-cli-socket",
+        action="store_true",
+        help="do not answer `smartsearch-mcp recall` on this database through a private "
+        "Unix socket (by default a running server does, warm)",
+    )
     serve.set_defaults(handler=_cmd_serve)
 
     recall = sub.add_parser("recall", parents=[common], help="recall from memory")
@@ -184,6 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="ask a running `serve --http` (e.g. http://127.0.0.1:8765/mcp; default "
         "$SMARTSEARCH_URL) — its models are loaded, so the answer comes at once; "
         "$SMARTSEARCH_TOKEN is its bearer token",
+    )
+    recall.add_argument(
+        "--local",
+        action="store_true",
+        help="recall in this process even when a server running on the same database with "
+        "the same settings could answer (warm) through its socket",
     )
     recall.set_defaults(handler=_cmd_recall)
 
@@ -418,7 +430,13 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
     choice = namespace_choice(args, config)
     namespace = choice.namespace
     anyio.run(_check_database, db, config)  # a bad database: one line and exit 1, at once
-    server = create_server(config, db, namespace=namespace, preload_models=not args.no_preload)
+    server = create_server(
+        config,
+        db,
+        namespace=namespace,
+        preload_models=not args.no_preload,
+        cli_socket=not args.no_cli_socket,
+    )
     log.info("serving %s (config: %s; %s)", db, config.source, choice.describe())
     if access is not None:
         _serve_http(args, http_app(server, access), access, limits, sockets)
@@ -547,6 +565,8 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
     url = args.server or os.environ.get("SMARTSEARCH_URL")
     if url:
         return _recall_via_server(url, args, config)
+    if not args.local and _recall_via_socket(args, config):
+        return 0
 
     result = _on_project_memory(
         args,
@@ -566,6 +586,25 @@ def _cmd_recall(args: argparse.Namespace, config: Config) -> int:
         print(format_recall(args.query, result))
         _say_namespace(args, config)
     return 0
+
+
+def _recall_via_socket(args: argparse.Namespace, config: Config) -> bool:
+    """Print the answer of a server already running on this database with these settings
+    (models loaded: no seconds of loading here); False when there is none."""
+    from smartsearch_mcp.recall_socket import ask_running_server, describe
+
+    options: dict[str, Any] = {"namespace": resolve_namespace(args, config)}
+    for key in ("max_tokens", "session_id", "since", "until"):
+        if getattr(args, key) is not None:
+            options[key] = getattr(args, key)
+    answer = ask_running_server(resolve_db(args, config), config, args.query, options)
+    if answer is None:
+        return False
+    print(json.dumps(answer.json, indent=2, ensure_ascii=False) if args.json else answer.text)
+    if not args.json:
+        _say_namespace(args, config)
+    print(describe(answer), file=sys.stderr)
+    return True
 
 
 def _recall_via_server(url: str, args: argparse.Namespace, config: Config) -> int:

@@ -46,6 +46,7 @@ from smartsearch_mcp.output import (
     recall_output,
     timeline_output,
 )
+from smartsearch_mcp.recall_socket import serve_recalls
 from smartsearch_mcp.store.files import describe_error
 from smartsearch_mcp.store.sqlite import MAX_ID
 from smartsearch_mcp.types import NotFoundError, SmartSearchError, TurnInput
@@ -103,8 +104,11 @@ def create_server(
     db_path: str | Path = ":memory:",
     namespace: str | None = None,
     preload_models: bool = False,
+    cli_socket: bool = False,
 ) -> MCPServer[AppContext]:
-    """Build the MCP server. The database opens when a session starts (the lifespan)."""
+    """Build the MCP server. The database opens when a session starts (the lifespan).
+    `cli_socket`: answer the command line's recalls on this database warm, through a
+    private Unix socket (smartsearch_mcp.recall_socket)."""
     config = config or Config()
 
     # Static resources take no Context in the SDK, so they reach the lifespan's memory here.
@@ -122,6 +126,8 @@ def create_server(
                     memory.pipeline.wait_for_models = False
                     warmed = _warm_models_later(memory)
                     background.start_soon(_index_once_warm, memory, warmed)
+                if cli_socket:
+                    background.start_soon(serve_recalls, memory, db_path, config)
                 yield AppContext(memory=memory)
                 background.cancel_scope.cancel()
         finally:

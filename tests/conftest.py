@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -16,6 +17,9 @@ os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+# Servers started by tests answer CLI recalls on sockets of their own, never in the user's
+# runtime directory (smartsearch_mcp.recall_socket); mkdtemp makes it 0700.
+os.environ["SMARTSEARCH_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="ss-run-")
 
 from pathlib import Path
 

@@ -1,0 +1,287 @@
+"""A running server answers the command line's recalls, warm.
+
+A CLI `recall` in a fresh process spends seconds importing torch and loading models. A
+server that is already running on the same database (the one a client started) has them
+loaded: it listens on a private Unix socket, and `smartsearch-mcp recall` asks it first.
+
+- Where: one socket per database file, named by a hash of its real path, in a directory
+  of this user's only (`$XDG_RUNTIME_DIR/smartsearch-mcp`, else `<tmp>/smartsearch-mcp-<uid>`;
+  `$SMARTSEARCH_RUNTIME_DIR` overrides). The directory must be a real directory owned by
+  this user with mode 0700, and the socket 0600; on Linux the server also checks that the
+  peer runs as the same user. Anything else and the socket is not used.
+- What: one JSON line per connection, one JSON line back: the recall tool's text and
+  structured result. The server answers only when its settings are the CLI's (a hash of
+  the effective configuration), so the answer is the one a local recall would give.
+- Never in the way: no socket, a stale one (server killed), another configuration or any
+  failure → the CLI recalls locally, as before. The first server on a database listens;
+  the others don't.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import socket
+import stat
+import struct
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from anyio.abc import SocketStream
+
+from smartsearch_mcp.types import InputError, SmartSearchError
+
+if TYPE_CHECKING:
+    from smartsearch_mcp.config import Config
+    from smartsearch_mcp.memory import Memory
+
+log = logging.getLogger(__name__)
+
+RUNTIME_ENV = "SMARTSEARCH_RUNTIME_DIR"
+MAX_LINE = 1_000_000  # bytes of one request or answer line we read
+REQUEST_TIMEOUT_S = 10.0  # a client has this long to send its request
+CONNECT_TIMEOUT_S = 1.0
+ANSWER_TIMEOUT_S = 300.0  # a recall over a very large memory can take minutes
+
+
+def runtime_dir(create: bool = False) -> Path | None:
+    """This user's private directory for sockets, or None when it is missing (and not
+    created) or not private (owned by another user, a symlink, open to others)."""
+    override = os.environ.get(RUNTIME_ENV)
+    if override:
+        directory = Path(override)
+    elif os.environ.get("XDG_RUNTIME_DIR"):
+        directory = Path(os.environ["XDG_RUNTIME_DIR"]) / "smartsearch-mcp"
+    else:
+        directory = Path(tempfile.gettempdir()) / f"smartsearch-mcp-{os.getuid()}"
+    if create:
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+    try:
+        info = directory.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        log.warning(
+            "not using %s for the CLI socket: it must be a directory of this user's with mode 0700",
+            directory,
+        )
+        return None
+    return directory
+
+
+def socket_path(db: str | Path, create_dir: bool = False) -> Path | None:
+    """The socket of the server on database `db`, or None where there can be none."""
+    if not hasattr(socket, "AF_UNIX") or not hasattr(os, "getuid") or str(db) == ":memory:":
+        return None
+    directory = runtime_dir(create=create_dir)
+    if directory is None:
+        return None
+    real = os.path.realpath(os.path.expanduser(str(db)))
+    name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return directory / f"{name}.sock"
+
+
+def config_fingerprint(config: Config) -> str:
+    """A hash of the effective settings (not where they were read from)."""
+    values = dataclasses.asdict(config)
+    values.pop("source", None)
+    text = json.dumps(values, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------- the server side
+
+
+async def serve_recalls(memory: Memory, db: str | Path, config: Config) -> None:
+    """Answer CLI recalls on `db`'s socket until cancelled. Returns at once when the
+    socket cannot be used or another server already listens on it."""
+    path = socket_path(db, create_dir=True)
+    if path is None:
+        return
+    if await _someone_listens(path):
+        log.info("another server answers CLI recalls for %s", db)
+        return
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # stale: its server is gone
+    try:
+        listener = await anyio.create_unix_listener(path, mode=0o600)
+    except OSError as exc:  # another server bound it just now, or the directory is gone
+        log.info("not answering CLI recalls on %s: %s", path, exc)
+        return
+    inode = path.stat().st_ino
+    fingerprint = config_fingerprint(config)
+    log.info("answering CLI recalls on %s", path)
+    try:
+        async with listener:
+            await listener.serve(lambda stream: _answer(stream, memory, fingerprint))
+    finally:
+        with contextlib.suppress(OSError):
+            if path.stat().st_ino == inode:
+                path.unlink()
+
+
+async def _someone_listens(path: Path) -> bool:
+    try:
+        with anyio.fail_after(CONNECT_TIMEOUT_S):
+            stream = await anyio.connect_unix(path)
+    except (OSError, TimeoutError):
+        return False
+    await stream.aclose()
+    return True
+
+
+async def _answer(stream: SocketStream, memory: Memory, fingerprint: str) -> None:
+    async with stream:
+        try:
+            if not peer_is_this_user(stream.extra(anyio.abc.SocketAttribute.raw_socket)):
+                return
+            with anyio.fail_after(REQUEST_TIMEOUT_S):
+                line = await _read_line(stream)
+            reply = await _recall_reply(json.loads(line), memory, fingerprint)
+        except (ValueError, TypeError, TimeoutError) as exc:
+            reply = {"ok": False, "error": f"bad request: {exc}"}
+        except anyio.EndOfStream:
+            return
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await stream.send(json.dumps(reply).encode() + b"\n")
+
+
+async def _read_line(stream: SocketStream) -> bytes:
+    data = b""
+    while b"\n" not in data:
+        data += await stream.receive()
+        if len(data) > MAX_LINE:
+            raise ValueError(f"request over {MAX_LINE:,} bytes")
+    return data.split(b"\n", 1)[0]
+
+
+async def _recall_reply(request: Any, memory: Memory, fingerprint: str) -> dict[str, Any]:
+    from smartsearch_mcp.output import format_recall, recall_output
+
+    if not isinstance(request, dict) or request.get("op") != "recall":
+        raise ValueError("expected {'op': 'recall', ...}")
+    if request.get("config") != fingerprint:
+        return {"ok": False, "other_config": True}
+    query = request.get("query")
+    if not isinstance(query, str):
+        raise TypeError("query must be a string")
+    options = {
+        key: request.get(key)
+        for key in ("max_tokens", "namespace", "session_id", "since", "until")
+        if request.get(key) is not None
+    }
+    try:
+        result = await memory.recall(query, **options)
+    except SmartSearchError as exc:  # the error a local recall would raise, in its words
+        return {"ok": False, "error": str(exc), "input_error": isinstance(exc, InputError)}
+    return {
+        "ok": True,
+        "pid": os.getpid(),
+        "text": format_recall(query, result),
+        "json": recall_output(result).model_dump(mode="json"),
+    }
+
+
+def peer_is_this_user(sock: socket.socket) -> bool:
+    """Whether the process at the other end runs as this user (Linux: SO_PEERCRED; where
+    the platform cannot tell, the socket's 0600 mode and private directory decide)."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return True
+    pid_uid_gid = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    _, uid, _ = struct.unpack("3i", pid_uid_gid)
+    return bool(uid == os.getuid())
+
+
+# ---------------------------------------------------------------------- the CLI side
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerAnswer:
+    pid: int
+    text: str
+    json: dict[str, Any]
+
+
+def ask_running_server(
+    db: str | Path, config: Config, query: str, options: dict[str, Any]
+) -> ServerAnswer | None:
+    """The recall of the server running on `db` with these settings, or None when there
+    is none (or it cannot answer: the caller recalls locally). A recall error the server
+    reports (a bad date, say) is raised as SmartSearchError, as a local recall would."""
+    path = socket_path(db)
+    if path is None:
+        return None
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
+        return None
+    request = {"op": "recall", "config": config_fingerprint(config), "query": query, **options}
+    reply = _exchange(path, request)
+    if reply is None or reply.get("other_config"):
+        return None
+    if not reply.get("ok"):
+        error = reply.get("error")
+        if isinstance(error, str) and not error.startswith("bad request"):
+            raise (InputError if reply.get("input_error") else SmartSearchError)(error)
+        return None
+    try:
+        return ServerAnswer(pid=int(reply["pid"]), text=str(reply["text"]), json=reply["json"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _exchange(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            sock.connect(str(path))
+            sock.settimeout(ANSWER_TIMEOUT_S)
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            data = _receive_line(sock.recv)
+        except OSError:  # refused (a stale socket), reset, timed out
+            return None
+    try:
+        reply = json.loads(data)
+    except ValueError:
+        return None
+    return reply if isinstance(reply, dict) else None
+
+
+def _receive_line(receive: Callable[[int], bytes]) -> bytes:
+    data = b""
+    while b"\n" not in data:
+        chunk = receive(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > 50 * MAX_LINE:
+            raise OSError("answer too long")
+    return data.split(b"\n", 1)[0]
+
+
+def describe(answer: ServerAnswer) -> str:
+    return f"answered by the server already running on this database (pid {answer.pid})"
+
+
+__all__ = [
+    "RUNTIME_ENV",
+    "ServerAnswer",
+    "ask_running_server",
+    "config_fingerprint",
+    "describe",
+    "peer_is_this_user",
+    "runtime_dir",
+    "serve_recalls",
+    "socket_path",
+]

@@ -1,0 +1,275 @@
+"""A running server answers the command line's recalls warm, through a private Unix socket
+(smartsearch_mcp.recall_socket): the same answer as a local recall, only when its settings
+are the CLI's, never through a socket or directory that is not this user's, and a dead
+server's socket is only a fallback to the local recall."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from servers import REPO, cli_command, run_cli, subprocess_env, write_lexical_config
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.memory import Memory
+from smartsearch_mcp.recall_socket import (
+    RUNTIME_ENV,
+    config_fingerprint,
+    runtime_dir,
+    serve_recalls,
+    socket_path,
+)
+from smartsearch_mcp.types import TurnInput
+
+pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets")
+
+TIMEOUT = 120
+ANSWERED = "answered by the server already running on this database"
+QUERY = "When does Ann fly to Lisbon?"
+
+
+@pytest.fixture
+def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "run"
+    monkeypatch.setenv(RUNTIME_ENV, str(directory))
+    return directory
+
+
+def _env(runtime: Path) -> dict[str, str]:
+    return subprocess_env(**{RUNTIME_ENV: str(runtime), "SMARTSEARCH_NAMESPACE": "default"})
+
+
+def _remember(db: Path, config: Path, runtime: Path) -> None:
+    for text, speaker in [
+        ("We fly to Lisbon on 3 June.", "Ann"),
+        ("The dog stays with my sister.", "Bo"),
+    ]:
+        done = run_cli(
+            ["remember", text, "--speaker", speaker, "--db", str(db), "--config", str(config)],
+            env=_env(runtime),
+            timeout=TIMEOUT,
+        )
+        assert done.returncode == 0, done.stderr
+
+
+def _recall(db: Path, config: Path, runtime: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    done = run_cli(
+        ["recall", QUERY, "--db", str(db), "--config", str(config), *extra],
+        env=_env(runtime),
+        timeout=TIMEOUT,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+@contextmanager
+def _server(db: Path, config: Path, runtime: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A stdio server on `db` (its stdin kept open), once its socket answers."""
+    process = subprocess.Popen(
+        cli_command("serve", "--db", str(db), "--config", str(config)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=_env(runtime),
+        cwd=str(REPO),
+    )
+    try:
+        _wait_until_answering(db, process)
+        yield process
+    finally:
+        assert process.stdin is not None and process.stderr is not None
+        process.stdin.close()  # the client went away: the server stops
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=30)
+        process.stderr.close()
+
+
+def _wait_until_answering(db: Path, process: subprocess.Popen[bytes]) -> None:
+    path = socket_path(db, create_dir=True)
+    assert path is not None
+
+    async def wait() -> None:
+        with anyio.fail_after(TIMEOUT):
+            while True:
+                assert process.poll() is None, "the server exited"
+                try:
+                    stream = await anyio.connect_unix(path)
+                except OSError:
+                    await anyio.sleep(0.1)
+                    continue
+                await stream.aclose()
+                return
+
+    anyio.run(wait)
+
+
+def test_a_running_server_answers_the_cli_recall_as_a_local_recall_would(tmp_path, runtime):
+    db, config = tmp_path / "memory.db", write_lexical_config(tmp_path)
+    _remember(db, config, runtime)
+    local = _recall(db, config, runtime)
+    local_json = _recall(db, config, runtime, "--json")
+    assert ANSWERED not in local.stderr
+
+    with _server(db, config, runtime) as server:
+        warm = _recall(db, config, runtime)
+        warm_json = _recall(db, config, runtime, "--json")
+        forced_local = _recall(db, config, runtime, "--local")
+
+    assert f"{ANSWERED} (pid {server.pid})" in warm.stderr
+    assert warm.stdout == local.stdout and "Lisbon" in warm.stdout
+    assert json.loads(warm_json.stdout) == json.loads(local_json.stdout)
+    assert ANSWERED not in forced_local.stderr and forced_local.stdout == local.stdout
+    path = socket_path(db)
+    assert path is not None and not path.exists(), "a server that stopped left its socket"
+
+
+def test_a_server_with_other_settings_does_not_answer(tmp_path, runtime):
+    db, config = tmp_path / "memory.db", write_lexical_config(tmp_path)
+    other = tmp_path / "other.toml"
+    other.write_text(config.read_text() + "[truncation]\nmax_tokens = 700\n")
+    _remember(db, config, runtime)
+    with _server(db, config, runtime):
+        done = _recall(db, other, runtime)
+    assert ANSWERED not in done.stderr and "Lisbon" in done.stdout
+
+
+def test_a_killed_servers_socket_falls_back_and_the_next_server_takes_it_over(tmp_path, runtime):
+    db, config = tmp_path / "memory.db", write_lexical_config(tmp_path)
+    _remember(db, config, runtime)
+    with _server(db, config, runtime) as first:
+        first.kill()
+        first.wait(timeout=30)
+    path = socket_path(db)
+    assert path is not None and path.exists(), "SIGKILL leaves the socket behind"
+
+    done = _recall(db, config, runtime)
+    assert ANSWERED not in done.stderr and "Lisbon" in done.stdout
+
+    with _server(db, config, runtime) as second:
+        done = _recall(db, config, runtime)
+    assert f"(pid {second.pid})" in done.stderr
+
+
+def test_the_first_server_on_a_database_keeps_answering(tmp_path, runtime):
+    db, config = tmp_path / "memory.db", write_lexical_config(tmp_path)
+    _remember(db, config, runtime)
+    with _server(db, config, runtime) as first:
+        second = subprocess.Popen(
+            cli_command("serve", "--db", str(db), "--config", str(config)),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_env(runtime),
+        )
+        try:
+            done = run_cli(
+                ["remember", "a note", "--db", str(db), "--config", str(config)],
+                env=_env(runtime),
+                timeout=TIMEOUT,
+            )  # by now the second server has had time to start
+            assert done.returncode == 0
+            done = _recall(db, config, runtime)
+        finally:
+            second.kill()
+            second.wait(timeout=30)
+            assert second.stdin is not None
+            second.stdin.close()
+        assert f"(pid {first.pid})" in done.stderr
+        # The second server's exit removed nothing of the first's.
+        assert f"(pid {first.pid})" in _recall(db, config, runtime).stderr
+
+
+def test_a_runtime_directory_open_to_others_is_not_used(tmp_path, monkeypatch):
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    monkeypatch.setenv(RUNTIME_ENV, str(shared))
+    assert runtime_dir() is None
+    assert socket_path(tmp_path / "memory.db") is None
+    private = tmp_path / "private"
+    monkeypatch.setenv(RUNTIME_ENV, str(private))
+    assert runtime_dir() is None  # missing, not created
+    assert runtime_dir(create=True) == private
+    assert private.stat().st_mode & 0o777 == 0o700
+
+
+def _exchange(path: Path, payload: bytes) -> dict[str, object]:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(path))
+        sock.sendall(payload)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)  # type: ignore[no-any-return]
+
+
+@pytest.mark.anyio
+async def test_bad_requests_get_an_error_and_the_server_goes_on(tmp_path, runtime):
+    config = Config.load(write_lexical_config(tmp_path))
+    db = tmp_path / "memory.db"
+    memory = await Memory.open(config, db, "default")
+    try:
+        await memory.remember([TurnInput(text="We fly to Lisbon on 3 June.", speaker="Ann")])
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve_recalls, memory, db, config)
+            path = socket_path(db, create_dir=True)
+            assert path is not None
+            with anyio.fail_after(30):
+                while not path.exists():
+                    await anyio.sleep(0.05)
+            assert path.stat().st_mode & 0o777 == 0o600
+
+            def ask(payload: bytes) -> dict[str, object]:
+                return _exchange(path, payload)
+
+            good = {"op": "recall", "config": config_fingerprint(config), "query": QUERY}
+            replies = [
+                await anyio.to_thread.run_sync(ask, b"not json\n"),
+                await anyio.to_thread.run_sync(ask, b'{"op": "delete"}\n'),
+                await anyio.to_thread.run_sync(
+                    ask, json.dumps({**good, "query": 5}).encode() + b"\n"
+                ),
+                await anyio.to_thread.run_sync(
+                    ask, json.dumps({**good, "config": "another"}).encode() + b"\n"
+                ),
+                await anyio.to_thread.run_sync(
+                    ask, json.dumps({**good, "since": "someday"}).encode() + b"\n"
+                ),
+                await anyio.to_thread.run_sync(ask, json.dumps(good).encode() + b"\n"),
+            ]
+            group.cancel_scope.cancel()
+    finally:
+        await memory.close()
+    bad_json, bad_op, bad_query, other_config, bad_date, answered = replies
+    for reply in (bad_json, bad_op, bad_query):
+        assert reply["ok"] is False and str(reply["error"]).startswith("bad request")
+    assert other_config == {"ok": False, "other_config": True}
+    assert bad_date["ok"] is False and "someday" in str(bad_date["error"])
+    assert answered["ok"] is True and "Lisbon" in str(answered["text"])
+    assert answered["pid"] == os.getpid()
+    assert not path.exists()
+
+
+def test_a_recall_error_from_the_server_reads_as_the_local_one(tmp_path, runtime):
+    db, config = tmp_path / "memory.db", write_lexical_config(tmp_path)
+    _remember(db, config, runtime)
+    args = ["recall", QUERY, "--db", str(db), "--config", str(config), "--since", "someday"]
+    local = run_cli(args, env=_env(runtime), timeout=TIMEOUT)
+    with _server(db, config, runtime):
+        warm = run_cli(args, env=_env(runtime), timeout=TIMEOUT)
+    assert local.returncode == warm.returncode != 0
+    assert local.stderr.strip().splitlines()[-1] == warm.stderr.strip().splitlines()[-1]
