@@ -264,10 +264,10 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file")
     imp.add_argument(
         "--format",
-        required=True,
         choices=["jsonl", "chatgpt", "claude", "claude-code"],
         dest="fmt",
-        help="claude-code: a transcript .jsonl or a directory like ~/.claude/projects",
+        help="default: told from the file's contents; claude-code: a transcript .jsonl or a "
+        "directory like ~/.claude/projects",
     )
     imp.add_argument("--no-progress", action="store_true")
     imp.set_defaults(handler=_cmd_import)
@@ -889,17 +889,24 @@ def _renumbered(exc: Exception, offset: int) -> Exception:
 
 def _cmd_import(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.importers import read_sessions
+    from smartsearch_mcp.importers.detect import detect_format
 
     path = Path(args.file)
     if not path.exists():
         raise SmartSearchError(f"{path}: no such file")
+    fmt = args.fmt
+    if fmt is None:
+        fmt = detect_format(path)
+        print(
+            f"reading {path} as {fmt} (told from its contents; --format to choose)", file=sys.stderr
+        )
 
     async def run() -> int:
         memory = await _open_memory(args, config)
         stored = skipped = sessions = 0
         try:
             explicit = resolve_namespace(args, config) if args.namespace else None
-            sessions_read = read_sessions(path, args.fmt)
+            sessions_read = read_sessions(path, fmt)
             plan = _import_plan(memory, sessions_read, explicit, memory.namespace)
             progress = _progress(args.no_progress, f"importing {path.name}")
             for namespace, session_id, batches in plan:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -359,7 +360,7 @@ def test_importing_the_same_jsonl_twice_stores_nothing_new(env, capsys, monkeypa
     assert _namespaces(capsys) == {"default": 2}
 
 
-def test_export_files_are_readable_by_their_owner_only(env, capsys, monkeypatch):
+def test_export_files_are_readable_by_their_owner_only(env, capsys, caplog, monkeypatch):
     import os
 
     monkeypatch.chdir(env)
@@ -367,8 +368,11 @@ def test_export_files_are_readable_by_their_owner_only(env, capsys, monkeypatch)
     old = os.umask(0o022)
     try:
         target = env / "export.jsonl"
+        caplog.clear()
         assert main(["export", "-o", str(target)]) == 0
         assert target.stat().st_mode & 0o777 == 0o600
+        # The snapshot export reads from is private from its first byte: nothing to warn about.
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
         target.chmod(0o644)  # an earlier export, world-readable: replaced by a private one
         assert main(["export", "-o", str(target)]) == 0
         assert target.stat().st_mode & 0o777 == 0o600
@@ -519,3 +523,18 @@ def test_recall_through_a_server_that_is_not_there_says_what_to_do(env, capsys, 
     err = capsys.readouterr().err
     assert "cannot recall through the server at http://127.0.0.1:9/mcp" in err
     assert "SMARTSEARCH_URL" in err
+
+
+def test_import_without_format_tells_it_from_the_file_and_says_so(env, capsys, monkeypatch):
+    monkeypatch.chdir(env)
+    assert (
+        main(["import", str(FIXTURES / "exports" / "claude_conversations.json"), "--no-progress"])
+        == 0
+    )
+    err = capsys.readouterr().err
+    assert "as claude (told from its contents; --format to choose)" in err
+    assert "imported 0 turns" not in err
+    unknown = env / "notes.txt"
+    unknown.write_text("just some notes\n")
+    assert main(["import", str(unknown), "--no-progress"]) == 1
+    assert "pass --format" in capsys.readouterr().err

@@ -812,7 +812,9 @@ class SQLiteStore:
         return found
 
     async def backup(self, destination: str | Path) -> None:
-        """A consistent snapshot of the whole database (SQLite online backup API)."""
+        """A consistent snapshot of the whole database (SQLite online backup API), private
+        (0600, its -wal and -shm too) like the database itself."""
+        files.create_private(Path(destination))
         target = await aiosqlite.connect(str(destination))
         try:
             await self._reader.backup(target)
