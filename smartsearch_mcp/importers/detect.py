@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 import zipfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from smartsearch_mcp.importers.json_files import check_regular_file
+from smartsearch_mcp.importers.json_files import check_regular_file, zip_member
 from smartsearch_mcp.types import InputError
 
 _SNIFF_BYTES = 1 << 20  # a conversation's first message key comes well before this
@@ -51,19 +51,18 @@ def _read_head(path: Path) -> str:
 
 
 def _zip_head(path: Path) -> str:
-    with zipfile.ZipFile(path) as archive:
-        names = [
-            name
-            for name in archive.namelist()
-            if PurePosixPath(name).name == _EXPORT_MEMBER and not name.startswith("__MACOSX/")
-        ]
-        if not names:
-            raise InputError(
-                f"{path} is a zip file without {_EXPORT_MEMBER}: not a ChatGPT or Claude.ai "
-                f"export; {_CHOOSE}"
-            )
-        with archive.open(min(names, key=lambda n: (n.count("/"), n))) as member:
-            return member.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            name = zip_member(archive, _EXPORT_MEMBER)
+            if name is None:
+                raise InputError(
+                    f"{path} is a zip file without {_EXPORT_MEMBER}: not a ChatGPT or Claude.ai "
+                    f"export; {_CHOOSE}"
+                )
+            with archive.open(name) as member:
+                return member.read(_SNIFF_BYTES).decode("utf-8", errors="replace")
+    except zipfile.BadZipFile as exc:
+        raise InputError(f"{path} is a damaged zip file: {exc}") from exc
 
 
 def _json_export_format(head: str, source: str) -> str:

@@ -112,17 +112,23 @@ def describe(value: object) -> str:
     return type(value).__name__
 
 
+def zip_member(archive: zipfile.ZipFile, member: str) -> str | None:
+    """The name of the file called `member` in `archive` nearest its top (any folder; macOS
+    resource forks left out), or None."""
+    names = [
+        name
+        for name in archive.namelist()
+        if PurePosixPath(name).name == member and not name.startswith("__MACOSX/")
+    ]
+    return min(names, key=lambda n: (n.count("/"), n)) if names else None
+
+
 def _load_zip_member(path: Path, *, member: str, what: str) -> Any:
     try:
         with zipfile.ZipFile(path) as archive:
-            names = [
-                name
-                for name in archive.namelist()
-                if PurePosixPath(name).name == member and not name.startswith("__MACOSX/")
-            ]
-            if not names:
+            name = zip_member(archive, member)
+            if name is None:
                 raise InputError(f"{path} is a zip file without {member}; expected {what}")
-            name = min(names, key=lambda n: (n.count("/"), n))
             size = archive.getinfo(name).file_size
             if size > MAX_FILE_BYTES:
                 raise InputError(_too_big(f"{path}!{name}", size, what))
