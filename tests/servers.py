@@ -32,6 +32,21 @@ scorers = ["lexical"]
 """
 
 
+# The first request of an MCP session, and the notification that completes the handshake,
+# for tests that speak the protocol on a raw pipe or socket.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"},
+    },
+}
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
 def write_lexical_config(directory: Path) -> Path:
     path = directory / "lexical.toml"
     path.write_text(LEXICAL_TOML)

@@ -19,7 +19,14 @@ from typing import Any
 
 import anyio
 import pytest
-from servers import REPO, cli_command, run_cli, subprocess_env, write_lexical_config
+from servers import (
+    INITIALIZE,
+    REPO,
+    cli_command,
+    run_cli,
+    subprocess_env,
+    write_lexical_config,
+)
 
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.store.files import APPLICATION_ID
@@ -163,16 +170,6 @@ def test_serve_over_stdio_with_a_bad_database_exits_instead_of_leaving_the_clien
 ):
     db = tmp_path / "memory.db"
     db.write_text("not a database")
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "test", "version": "1"},
-        },
-    }
     process = subprocess.Popen(
         cli_command("serve", "--db", str(db), "--config", str(write_lexical_config(tmp_path))),
         stdin=subprocess.PIPE,
@@ -182,7 +179,7 @@ def test_serve_over_stdio_with_a_bad_database_exits_instead_of_leaving_the_clien
         text=True,
     )
     try:
-        _, err = process.communicate(json.dumps(initialize) + "\n", timeout=TIMEOUT)
+        _, err = process.communicate(json.dumps(INITIALIZE) + "\n", timeout=TIMEOUT)
     finally:
         if process.poll() is None:
             process.kill()

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from servers import http_server, run_cli, subprocess_env, write_lexical_config
+from servers import INITIALIZE, http_server, run_cli, subprocess_env, write_lexical_config
 
 from smartsearch_mcp.http_access import (
     http_access,
@@ -25,16 +25,6 @@ from smartsearch_mcp.http_access import (
 from smartsearch_mcp.types import ConfigError
 
 TOKEN = "t0k3n-for-tests-only-1234567890"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
-}
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

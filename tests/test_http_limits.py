@@ -10,23 +10,13 @@ import anyio
 import httpx
 import pytest
 from anyio.abc import SocketStream
-from servers import http_server, write_lexical_config
+from servers import INITIALIZE, http_server, write_lexical_config
 
 TOKEN = "t0k3n-for-tests-only-1234567890"
 MCP_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
     "Authorization": f"Bearer {TOKEN}",
-}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "probe", "version": "0"},
-    },
 }
 HALF_OPEN = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 

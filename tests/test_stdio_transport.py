@@ -16,24 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from servers import REPO, cli_command, subprocess_env, write_lexical_config
+from servers import (
+    INITIALIZE,
+    INITIALIZED,
+    REPO,
+    cli_command,
+    subprocess_env,
+    write_lexical_config,
+)
 
 from smartsearch_mcp.stdio_transport import INVALID_REQUEST, PARSE_ERROR, check_line
 
 # Generous: a hang is what the timeouts catch, not slowness.
 TIMEOUT = 60
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    },
-}
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
 def _remember_line(request_id: int, text_json: str) -> bytes:
