@@ -307,3 +307,17 @@ def test_the_real_colbert_backend_is_the_one_the_installed_libraries_support(
 
     native = hasattr(sentence_transformers, "MultiVectorEncoder")
     assert tiny_scorers["colbert"].backend == ("sentence_transformers" if native else "pylate")
+
+
+def test_length_sorted_batches_put_similar_lengths_together_within_both_limits() -> None:
+    from smartsearch_mcp.models.scorers import length_sorted_batches
+
+    lengths = [5, 40, 12, 40, 7, 100, 12]
+
+    batches = length_sorted_batches(lengths, max_rows=3, max_tokens=90)
+
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert batches == [[5], [1, 3], [2, 6, 4], [0]]
+    for batch in batches:
+        assert len(batch) <= 3
+        assert len(batch) == 1 or len(batch) * lengths[batch[0]] <= 90
