@@ -66,6 +66,8 @@ class CrossEncoderScorer:
         self._torch = torch
         self.precision = precision
         self._network: Any = _classifier_network(model) if torch is not None else None
+        # torch intra-op threads of this ranker's calls (None: leave torch's setting)
+        self.threads: int | None = None
 
     @classmethod
     def load(
@@ -129,6 +131,7 @@ class CrossEncoderScorer:
         return logits
 
     def _precision(self) -> contextlib.AbstractContextManager[None]:
+        use_threads(self._torch, self.threads)
         return _precision_context(self._torch, self.precision)
 
 
@@ -158,6 +161,8 @@ class ColbertScorer:
         self.backend = backend
         # names the weights, for keying token vectors stored ahead of time
         self.model_id = model_id
+        # torch intra-op threads of this ranker's calls (None: leave torch's setting)
+        self.threads: int | None = None
         self._batch_size = max(1, batch_size)
         self._lock = threading.Lock()
         self._torch = torch
@@ -192,7 +197,7 @@ class ColbertScorer:
             )
         log.debug("ColBERT %s loaded with the %s backend", location.name, backend)
         chosen = resolve_precision(precision, device)
-        torch = importer("torch") if chosen != "fp32" else None
+        torch = importer("torch")
         if chosen == "int8":
             model = quantize_int8(torch, model)
         return cls(
@@ -231,6 +236,7 @@ class ColbertScorer:
         return maxsim(query_tokens, documents)
 
     def _precision(self) -> contextlib.AbstractContextManager[None]:
+        use_threads(self._torch, self.threads)
         return _precision_context(self._torch, self.precision)
 
     def _encode(self, query: str, texts: list[str]) -> tuple[Any, list[Any]]:
@@ -363,6 +369,14 @@ def _classifier_network(cross_encoder: Any) -> Any | None:
         return None
     network = getattr(modules[0], "auto_model", None) or getattr(modules[0], "model", None)
     return network if callable(network) and hasattr(network, "config") else None
+
+
+def use_threads(torch: Any, threads: int | None) -> None:
+    """Give the calling thread's torch calls `threads` intra-op threads. torch keeps the
+    count per thread (OpenMP), so each ranker sets its own in the worker thread it runs in:
+    a count set elsewhere does not reach a worker thread that already ran torch."""
+    if torch is not None and threads and torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
 
 
 def _precision_context(torch: Any, precision: str) -> contextlib.AbstractContextManager[None]:
