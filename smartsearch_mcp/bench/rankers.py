@@ -240,6 +240,7 @@ def run(
         "naive_precision": "fp32",
         "threads": {"per_ranker": fast["threads"], "naive": cores, "cores": cores},
         "thread_layouts": fast["layouts"],
+        "onnx_cross_encoder": fast.get("onnx_cross_encoder"),
         "rank_p50_ms": _percentile(times.rank, 50),
         "rank_p95_ms": _percentile(times.rank, 95),
         "naive_p50_ms": _percentile(times.naive, 50),
@@ -307,6 +308,8 @@ def format_summary(summary: dict[str, Any]) -> str:
     for name, layout in summary["thread_layouts"].items():
         how = "in parallel" if layout["parallel"] else "one after the other"
         mark = " (recall's way)" if name in ("parallel_split", "single_ranker") else ""
+        if name.endswith("onnx_int8"):
+            how += ", cross-encoder on ONNX Runtime int8"
         rows.append(
             f"| {summary['precision']}, {how}{mark} | {layout['threads_per_ranker']} | "
             f"{layout['rank_p50_ms']:.0f} | {layout['rank_p95_ms']:.0f} | "
@@ -320,6 +323,13 @@ def format_summary(summary: dict[str, Any]) -> str:
         "",
         f"recall's way / naive: {summary['rank_vs_naive']:.2f}",
     ]
+    agreement = summary.get("onnx_cross_encoder")
+    if agreement:
+        rows.append(
+            f"ONNX int8 cross-encoder vs {agreement['reference_precision']} torch: mean "
+            f"Spearman {agreement['mean_spearman']}, same first candidate "
+            f"{agreement['same_first']} (random weights)"
+        )
     whole = summary.get("whole_recall")
     if whole:
         rows += [
@@ -401,7 +411,14 @@ def _time_recall_way(
         location = ModelLocation(
             str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"
         )
-        cross = CrossEncoderScorer.load(location, batch_size=batch, precision=precision)
+        cross = CrossEncoderScorer.load(
+            location,
+            batch_size=batch,
+            precision=precision,
+            backend="onnx" if config.models.cross_encoder_backend == "onnx" else "torch",
+            threads=threads,
+            onnx_cache=paths["cross_encoder"].parent / "onnx",
+        )
     if "colbert" in paths:
         location = ModelLocation(str(paths["colbert"]), str(paths["colbert"]), "directory")
         colbert = ColbertScorer.load(
@@ -431,15 +448,62 @@ def _time_recall_way(
             if scorer is not None:
                 scorer.threads = per_ranker
         times = _time_layout(cross, colbert, pairs, documents, at_once, config)
-        out["layouts"][name] = {
-            "threads_per_ranker": per_ranker,
-            "parallel": at_once,
-            **{f"{k}_p50_ms": _percentile(v, 50) for k, v in times.items()},
-            "rank_p95_ms": _percentile(times["rank"], 95),
-        }
+        out["layouts"][name] = _layout_summary(per_ranker, at_once, times)
         if name in ("parallel_split", "single_ranker"):
             out.update(times)
+    if cross is not None and cross.backend == "torch" and _onnx_installed():
+        progress(f"  parallel_split, cross-encoder on ONNX Runtime int8: {threads} thread(s)")
+        onnx = CrossEncoderScorer.load(
+            ModelLocation(str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"),
+            batch_size=batch,
+            precision="int8",
+            backend="onnx",
+            threads=threads,
+            onnx_cache=paths["cross_encoder"].parent / "onnx",
+        )
+        if colbert is not None:
+            colbert.threads = threads
+        times = _time_layout(onnx, colbert, pairs, documents, True, config)
+        out["layouts"]["parallel_split_onnx_int8"] = _layout_summary(threads, True, times)
+        out["onnx_cross_encoder"] = _agreement(cross, onnx, pairs)
     return out
+
+
+def _layout_summary(threads: int, at_once: bool, times: dict[str, list[float]]) -> dict[str, Any]:
+    return {
+        "threads_per_ranker": threads,
+        "parallel": at_once,
+        **{f"{k}_p50_ms": _percentile(v, 50) for k, v in times.items()},
+        "rank_p95_ms": _percentile(times["rank"], 95),
+    }
+
+
+def _agreement(
+    reference: CrossEncoderScorer, other: CrossEncoderScorer, pairs: list[tuple[str, list[str]]]
+) -> dict[str, Any]:
+    """How closely `other` ranks as `reference` on the timed pairs: mean Spearman
+    correlation and how often both put the same candidate first. (Random weights: their
+    scores are closer together than a trained model's, so this is a lower bound.)"""
+    rhos: list[float] = []
+    same_first = 0
+    for query, texts in pairs:
+        a, b = reference.score(query, texts), other.score(query, texts)
+        ranks_a, ranks_b = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+        rhos.append(float(np.corrcoef(ranks_a, ranks_b)[0, 1]))
+        same_first += int(np.argmax(a) == np.argmax(b))
+    return {
+        "backend": other.backend,
+        "precision": other.precision,
+        "reference_precision": reference.precision,
+        "mean_spearman": round(statistics.mean(rhos), 4),
+        "same_first": f"{same_first}/{len(pairs)}",
+    }
+
+
+def _onnx_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
 def _time_layout(

@@ -252,7 +252,13 @@ class ModelRegistry:
         _quiet_loading_bars(self._importer)
         scorer: CrossEncoderScorer | ColbertScorer
         if kind == "cross_encoder":
-            scorer = CrossEncoderScorer.load(location, precision=self.models.precision, **common)
+            scorer = CrossEncoderScorer.load(
+                location,
+                precision=self.models.precision,
+                backend="onnx" if self.models.cross_encoder_backend == "onnx" else "torch",
+                threads=self._threads,
+                **common,
+            )
         elif kind == "colbert":
             scorer = ColbertScorer.load(
                 location,
@@ -307,7 +313,7 @@ class ModelRegistry:
 def describe_runtime(scorer: Any) -> str | None:
     """How a loaded ranker computes, for `models` and `doctor`: its backend and precision."""
     parts = []
-    if isinstance(scorer, ColbertScorer):
+    if isinstance(scorer, CrossEncoderScorer | ColbertScorer):
         parts.append(f"backend: {scorer.backend}")
     if isinstance(scorer, CrossEncoderScorer | ColbertScorer):
         parts.append(f"precision: {scorer.precision}")

@@ -17,6 +17,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 Importer = Callable[[str], Any]
 ColbertBackend = Literal["auto", "pylate", "sentence_transformers"]
+CrossEncoderBackend = Literal["torch", "onnx"]
 
 
 # The cross-encoder's batches: at most `batch_size` pairs and about this many tokens
@@ -58,6 +60,7 @@ class CrossEncoderScorer:
         batch_size: int = 32,
         torch: Any = None,
         precision: str = "fp32",
+        onnx: Any = None,
     ) -> None:
         self._model = model
         self._identity = identity  # torch.nn.Identity(): predict() then returns logits
@@ -66,6 +69,8 @@ class CrossEncoderScorer:
         self._torch = torch
         self.precision = precision
         self._network: Any = _classifier_network(model) if torch is not None else None
+        self._onnx = onnx  # an `OnnxClassifier` run instead of torch
+        self.backend = "onnxruntime" if onnx is not None else "torch"
         # torch intra-op threads of this ranker's calls (None: leave torch's setting)
         self.threads: int | None = None
 
@@ -77,10 +82,15 @@ class CrossEncoderScorer:
         device: str = "cpu",
         batch_size: int = 32,
         precision: str = "fp32",
+        backend: CrossEncoderBackend = "torch",
+        threads: int | None = None,
+        onnx_cache: Path | None = None,
         importer: Importer = importlib.import_module,
     ) -> CrossEncoderScorer:
         """Load a cross-encoder with one output (e.g. an MS MARCO reranker) to run at
-        `precision` (see `models.precision`)."""
+        `precision` (see `models.precision`) on torch or, with `backend="onnx"`, on ONNX
+        Runtime (`models.onnx`: int8 unless fp32 is asked for; torch when onnxruntime is
+        not installed, with a warning)."""
         torch = importer("torch")
         sentence_transformers = importer("sentence_transformers")
         model = sentence_transformers.CrossEncoder(
@@ -91,17 +101,31 @@ class CrossEncoderScorer:
             raise ValueError(
                 f"a cross-encoder ranker needs one output (num_labels=1), got {labels}"
             )
-        chosen = resolve_precision(precision, device)
-        if chosen == "int8":
-            model = quantize_int8(torch, model)
-        return cls(model, torch.nn.Identity(), batch_size=batch_size, torch=torch, precision=chosen)
+        onnx = None
+        if backend == "onnx" and device == "cpu":
+            chosen = "fp32" if precision == "fp32" else "int8"
+            onnx = _onnx_classifier(model, location, chosen, threads, torch, importer, onnx_cache)
+        if onnx is None:
+            chosen = resolve_precision(precision, device)
+            if chosen == "int8":
+                model = quantize_int8(torch, model)
+        scorer = cls(
+            model,
+            torch.nn.Identity(),
+            batch_size=batch_size,
+            torch=torch,
+            precision=chosen,
+            onnx=onnx,
+        )
+        scorer.threads = threads
+        return scorer
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One relevance logit per text, in input order."""
         if not texts:
             return []
         with self._lock, self._precision():
-            if self._network is None:  # not a plain transformers classifier inside
+            if self._network is None and self._onnx is None:  # not a plain classifier inside
                 logits = self._model.predict(
                     [(query, text) for text in texts],
                     batch_size=self._batch_size,
@@ -121,10 +145,11 @@ class CrossEncoderScorer:
         logits = np.empty(len(texts), dtype=np.float64)
         with self._torch.inference_mode():
             for rows in length_sorted_batches(lengths, self._batch_size, BATCH_TOKENS):
-                batch = tokenizer.pad(
-                    {key: [encoded[key][r] for r in rows] for key in encoded},
-                    return_tensors="pt",
-                )
+                padded = {key: [encoded[key][r] for r in rows] for key in encoded}
+                if self._onnx is not None:
+                    logits[rows] = self._onnx.logits(tokenizer.pad(padded, return_tensors="np"))
+                    continue
+                batch = tokenizer.pad(padded, return_tensors="pt")
                 batch = {k: v.to(self._model.device) for k, v in batch.items()}
                 output = self._network(**batch).logits
                 logits[rows] = output[:, 0].float().cpu().numpy()
@@ -132,6 +157,8 @@ class CrossEncoderScorer:
 
     def _precision(self) -> contextlib.AbstractContextManager[None]:
         use_threads(self._torch, self.threads)
+        if self._onnx is not None:  # ONNX Runtime has its own precision and threads
+            return contextlib.nullcontext()
         return _precision_context(self._torch, self.precision)
 
 
@@ -369,6 +396,44 @@ def _classifier_network(cross_encoder: Any) -> Any | None:
         return None
     network = getattr(modules[0], "auto_model", None) or getattr(modules[0], "model", None)
     return network if callable(network) and hasattr(network, "config") else None
+
+
+def _onnx_classifier(
+    model: Any,
+    location: ModelLocation,
+    precision: str,
+    threads: int | None,
+    torch: Any,
+    importer: Importer,
+    cache_root: Path | None = None,
+) -> Any | None:
+    """The cross-encoder exported to ONNX Runtime, or None (with a warning) when onnxruntime
+    or onnx is not installed or the model is not a plain transformers classifier."""
+    from smartsearch_mcp.models.onnx import load_onnx_classifier
+
+    network = _classifier_network(model)
+    if network is None:
+        log.warning("the cross-encoder is not a plain transformers classifier: runs on torch")
+        return None
+    try:
+        return load_onnx_classifier(
+            network,
+            model.tokenizer,
+            folder=Path(location.path),
+            identity=model_identity(location),
+            precision=precision,
+            threads=threads,
+            torch=torch,
+            importer=importer,
+            cache_root=cache_root,
+        )
+    except ModuleNotFoundError as exc:
+        log.warning(
+            "models.cross_encoder_backend = onnx needs %s (pip install 'smartsearch-mcp[onnx]'): "
+            "the cross-encoder runs on torch",
+            exc.name,
+        )
+        return None
 
 
 def use_threads(torch: Any, threads: int | None) -> None:
