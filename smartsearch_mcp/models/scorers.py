@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import logging
 import math
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -224,7 +225,8 @@ class ColbertScorer:
             )
         log.debug("ColBERT %s loaded with the %s backend", location.name, backend)
         chosen = resolve_precision(precision, device)
-        torch = importer("torch")
+        # fp32 needs torch only for the thread count; the backend has imported it by now
+        torch = importer("torch") if chosen != "fp32" else sys.modules.get("torch")
         if chosen == "int8":
             model = quantize_int8(torch, model)
         return cls(
