@@ -133,15 +133,27 @@ def _export(
                 )
         if precision == "int8":
             quantization = importer("onnxruntime.quantization")
-            quantization.quantize_dynamic(
-                str(plain), str(work / "model.int8.onnx"), weight_type=quantization.QuantType.QInt8
-            )
+            quiet = _DropAdvice()  # the quantizer's advice for image models, on the root logger
+            logging.getLogger().addFilter(quiet)
+            try:
+                quantization.quantize_dynamic(
+                    str(plain),
+                    str(work / "model.int8.onnx"),
+                    weight_type=quantization.QuantType.QInt8,
+                )
+            finally:
+                logging.getLogger().removeFilter(quiet)
         target.mkdir(parents=True, exist_ok=True)
         for produced in work.iterdir():
             produced.replace(target / produced.name)
         log.info("exported the cross-encoder to ONNX (%s) in %s", precision, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+class _DropAdvice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Please consider to run pre-processing")
 
 
 def _logits_module(network: Any, names: list[str], torch: Any) -> Any:
