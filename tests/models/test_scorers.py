@@ -321,3 +321,31 @@ def test_length_sorted_batches_put_similar_lengths_together_within_both_limits()
     for batch in batches:
         assert len(batch) <= 3
         assert len(batch) == 1 or len(batch) * lengths[batch[0]] <= 90
+
+
+@pytest.mark.parametrize("kind", ["cross_encoder", "colbert"])
+def test_a_ranker_sets_its_torch_thread_count_in_the_worker_thread_it_runs_in(
+    tiny_scorers: dict[str, Any], kind: str
+) -> None:
+    import threading
+
+    import torch
+
+    scorer = tiny_scorers[kind]
+    seen: list[int] = []
+
+    def work() -> None:
+        torch.set_num_threads(2)  # what this worker thread had before
+        scorer.score(QUERY, TEXTS)
+        seen.append(torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    scorer.threads = 1
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+    finally:
+        scorer.threads = None
+        torch.set_num_threads(before)
+    assert seen == [1]
