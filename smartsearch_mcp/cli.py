@@ -927,11 +927,12 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
             f"({_plural(skipped, 'duplicate')} skipped) into {memory.store.path}",
             file=sys.stderr,
         )
-        if stored and memory.pipeline.embedding_variants():
+        if stored and memory.pipeline.indexes_in_background():
             print(
-                "dense ranking needs the new turns embedded: a running server does it in the "
-                "background; `smartsearch-mcp embed` does it now (recall works meanwhile, "
-                "ranking them by lexical signals)",
+                "the rankers need the new turns' vectors: a running server computes them in "
+                "the background; `smartsearch-mcp embed` does it now (recall works meanwhile, "
+                "computing what it can of them itself and ranking the rest by lexical "
+                "signals)",
                 file=sys.stderr,
             )
         return 0
@@ -946,8 +947,8 @@ def _cmd_embed(args: argparse.Namespace, config: Config) -> int:
             backlog = await memory.pipeline.embedding_backlog()
             if backlog is None:
                 print(
-                    f"nothing to embed: config {config.source} uses no bi-encoder, or it "
-                    "cannot be loaded (see `smartsearch-mcp models`)",
+                    f"nothing to embed: config {config.source} uses neither a bi-encoder nor a "
+                    "ColBERT, or they cannot be loaded (see `smartsearch-mcp models`)",
                     file=sys.stderr,
                 )
                 return 0

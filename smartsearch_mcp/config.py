@@ -154,6 +154,7 @@ class PassageConfig(Section):
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "int8")  # models.precision (see models/precision.py)
+CROSS_ENCODER_BACKENDS = ("torch", "onnx")  # models.cross_encoder_backend (models/onnx.py)
 
 
 @dataclass(frozen=True)
@@ -170,8 +171,17 @@ class ModelsConfig(Section):
     # Cross-encoder and ColBERT arithmetic: "auto" (bf16 where the CPU has native bf16,
     # else fp32), "fp32", "bf16", or "int8" (dynamic quantization; opt-in).
     precision: str = setting("auto", choices=PRECISIONS)
+    # The cross-encoder's runtime: "torch", or "onnx" (ONNX Runtime; int8 unless precision is
+    # "fp32"; needs the onnx extra, else torch with a warning). See docs/bench/rankers.md.
+    cross_encoder_backend: str = setting("torch", choices=CROSS_ENCODER_BACKENDS)
 
     def check(self) -> None:
+        if self.cross_encoder_backend == "onnx" and self.precision == "bf16":
+            raise ConfigError(
+                "config key models.precision = 'bf16': ONNX Runtime runs the cross-encoder in "
+                "int8 or fp32 (models.cross_encoder_backend = 'onnx'); use 'auto' (int8), "
+                "'int8' or 'fp32'"
+            )
         kind, _, index = self.device.partition(":")
         if kind not in ("cpu", "cuda", "mps", "xpu") or (
             index and (kind in ("cpu", "mps") or not index.isdigit())

@@ -26,6 +26,34 @@ WORDS = [
 # fmt: on
 VOCAB = SPECIAL_TOKENS + WORDS
 
+RANKING_QUERY = "where did caroline move"
+# Twelve texts of different lengths and overlaps with the query, so that the random tiny
+# models spread their scores and a ranking means something.
+RANKING_TEXTS = [
+    "caroline moved to paris in june",
+    "melanie loves painting and pottery",
+    "the dog went hiking yesterday",
+    "she went to a support group with her friend",
+    "my friend has a guitar",
+    "caroline moved to sweden",
+    "when did melanie go camping at the beach",
+    "caroline",
+    "the concert in berlin was in july",
+    "he loves music and a book",
+    "where is the adoption agency",
+    "did you move to paris or to berlin in march",
+]
+
+
+def spearman(a: list[float], b: list[float]) -> float:
+    """Spearman's rank correlation of two score lists."""
+    import numpy as np
+
+    ranks_a = np.argsort(np.argsort(a))
+    ranks_b = np.argsort(np.argsort(b))
+    return float(np.corrcoef(ranks_a, ranks_b)[0, 1])
+
+
 HIDDEN = 32
 MAX_LENGTH = 128
 COLBERT_DIM = 16

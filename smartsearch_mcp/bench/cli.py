@@ -163,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("auto", "fp32", "bf16", "int8"),
         help="override models.precision for recall's way",
     )
+    rankers.add_argument(
+        "--questions",
+        type=int,
+        default=40,
+        help="LoCoMo questions of the whole-recall timing (0: skip it; needs LoCoMo in --data)",
+    )
     rankers.add_argument("--json", action="store_true", help="print the summary as JSON")
     rankers.set_defaults(handler=_cmd_rankers)
 

@@ -4,13 +4,18 @@ Speed depends on a model's architecture, not on its weights, so this benchmark b
 locally and offline, randomly initialised models of exactly the shapes of the configured
 cross-encoder and ColBERT (from a table of known shapes), and times on the same candidates:
 
-- **recall's way**: the scorers as recall loads and runs them (`models.precision`, torch
-  threads split between the two rankers, both in worker threads at once), ColBERT scoring
-  documents whose token vectors were computed ahead of time, so a query encodes only itself.
-  NOTE: storing those vectors at write time is not wired into recall yet (recall still
-  encodes its candidates with ColBERT at query time); this row times the target path;
+- **recall's way**: the scorers as recall loads and runs them (`models.precision`, the
+  cross-encoder's length-sorted batches, both rankers in worker threads at once with torch's
+  threads split between them), ColBERT scoring the candidates' token vectors as stored at
+  write time (`pipeline.token_vectors`: float16, read back from their stored form), so a
+  query encodes only itself. The thread layouts are timed side by side: the split recall
+  uses (cores / 2 each, in parallel), every core to each ranker in parallel, and the two one
+  after the other with every core;
 - **the naive way**: `CrossEncoder.predict` on the pairs, then ColBERT encoding the query and
-  the passages and MaxSim, one after the other, fp32, library defaults.
+  the passages and MaxSim, one after the other, fp32, library defaults;
+- **a whole recall** at LoCoMo size (`bench.whole_recall`, when the LoCoMo data is there):
+  one conversation remembered into a temporary database, the background's ColBERT indexing
+  (passages per second, database growth per turn), then its questions' recalls.
 
 Candidates are real texts when the data is there (LoCoMo turns, BEAM passages), else
 generated text of chat length. The tokenizer is the bert-base-uncased WordPiece vocabulary
@@ -20,8 +25,10 @@ token counts are those the real models would see.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import os
 import random
 import statistics
 import sys
@@ -41,6 +48,7 @@ from smartsearch_mcp.models.registry import configure_torch
 from smartsearch_mcp.models.resolve import ModelLocation, find_package_model
 from smartsearch_mcp.models.scorers import ColbertScorer, CrossEncoderScorer, maxsim
 from smartsearch_mcp.pipeline.rank import run_scorers
+from smartsearch_mcp.pipeline.token_vectors import CandidateTokens, pack_tokens, unpack_tokens
 from smartsearch_mcp.types import InputError
 
 log = logging.getLogger(__name__)
@@ -162,10 +170,14 @@ def run(
     candidates: int = 60,
     repeats: int = 20,
     precision: str | None = None,
+    questions: int = 40,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    """Build the models, time both ways, and return the summary (see the module doc)."""
+    """Build the models, time both ways (and a whole recall over `questions` LoCoMo
+    questions, 0: none), and return the summary (see the module doc)."""
     import torch
+
+    from smartsearch_mcp.bench.whole_recall import locomo_folder, time_whole_recall
 
     scorers = config.rank.scorers
     ce_shape = (
@@ -179,15 +191,30 @@ def run(
     requested = precision or config.models.precision
     chosen = resolve_precision(requested, config.models.device)
     pairs, source = candidate_texts(data, candidates, repeats + 1)
-    cores = torch.get_num_threads()
+    cores = os.cpu_count() or 1
+    load_before = _load_average()
+    whole: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="smartsearch-bench-rankers-") as folder:
         progress("building random-weight models of the configured shapes")
         paths = build_models(Path(folder), ce_shape, cb_shape)
         parallel = len(paths)
         progress("timing the naive way (fp32, library defaults, one after the other)")
         naive = _time_naive(paths, pairs, cores)
-        progress(f"timing recall's way ({chosen}, precomputed ColBERT documents)")
-        fast = _time_recall_way(paths, pairs, chosen, config, parallel)
+        progress(f"timing recall's way ({chosen}, ColBERT documents as stored)")
+        fast = _time_recall_way(paths, pairs, chosen, config, parallel, cores, progress)
+        locomo = locomo_folder(data)
+        if questions > 0 and locomo is not None:
+            whole = anyio.run(
+                functools.partial(
+                    time_whole_recall,
+                    config.with_overrides(models={"precision": chosen}),
+                    paths,
+                    locomo,
+                    questions=questions,
+                    progress=progress,
+                )
+            )
+        torch.set_num_threads(cores)
     times = RankerTimes(
         rank=fast["rank"],
         naive=naive["total"],
@@ -209,9 +236,11 @@ def run(
             if shape is not None
         },
         "precision": chosen,
-        "colbert_documents": "precomputed (target path; recall does not store them yet)",
+        "colbert_documents": "stored at write time (float16), read back as recall does",
         "naive_precision": "fp32",
         "threads": {"per_ranker": fast["threads"], "naive": cores, "cores": cores},
+        "thread_layouts": fast["layouts"],
+        "onnx_cross_encoder": fast.get("onnx_cross_encoder"),
         "rank_p50_ms": _percentile(times.rank, 50),
         "rank_p95_ms": _percentile(times.rank, 95),
         "naive_p50_ms": _percentile(times.naive, 50),
@@ -224,6 +253,14 @@ def run(
         "colbert_bytes_per_passage": fast.get("bytes_per_passage"),
     }
     summary["rank_vs_naive"] = round(summary["rank_p50_ms"] / summary["naive_p50_ms"], 3)
+    if whole is not None:
+        summary["whole_recall"] = whole
+        summary["recall_p50_ms"] = whole.get("recall_p50_ms")
+        summary["recall_p95_ms"] = whole.get("recall_p95_ms")
+        summary["colbert_index_passages_per_s"] = whole.get("colbert_index_passages_per_s")
+        summary["db_growth_per_turn_bytes"] = whole.get("db_growth_per_turn_bytes")
+        summary["colbert_bytes_per_turn"] = whole.get("colbert_bytes_per_turn")
+    summary["load_average"] = {"before": load_before, "after": _load_average()}
     return summary
 
 
@@ -237,6 +274,7 @@ def main(args: Any, config: Config) -> int:
         candidates=args.candidates,
         repeats=args.repeats,
         precision=args.precision,
+        questions=args.questions,
         progress=say,
     )
     if args.out:
@@ -252,7 +290,7 @@ def main(args: Any, config: Config) -> int:
 
 
 def format_summary(summary: dict[str, Any]) -> str:
-    """The summary as a short table for a terminal or the README."""
+    """The summary as a short report for a terminal or the README."""
     models = ", ".join(
         f"{kind} {m['name']} ({m['layers']} layers, hidden {m['hidden']})"
         for kind, m in summary["models"].items()
@@ -261,19 +299,56 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"rank stage, {summary['candidates']} candidates ({summary['texts']}, "
         f"{summary['mean_words_per_candidate']} words each), {summary['queries']} queries",
         f"models (random weights, real shapes): {models}",
+        f"load average before / after: {summary['load_average']['before']} / "
+        f"{summary['load_average']['after']} ({summary['threads']['cores']} cores)",
         "",
-        "| | p50 ms | p95 ms |",
-        "|---|---:|---:|",
-        f"| recall's way ({summary['precision']}, {summary['threads']['per_ranker']} thread(s) "
-        f"per ranker, ColBERT documents precomputed — not yet recall's path) | "
-        f"{summary['rank_p50_ms']:.0f} | "
-        f"{summary['rank_p95_ms']:.0f} |",
-        f"| naive (fp32, library defaults, sequential) | {summary['naive_p50_ms']:.0f} | "
-        f"{summary['naive_p95_ms']:.0f} |",
+        "| | threads per ranker | p50 ms | p95 ms | cross-encoder p50 | ColBERT p50 |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, layout in summary["thread_layouts"].items():
+        how = "in parallel" if layout["parallel"] else "one after the other"
+        mark = " (recall's way)" if name in ("parallel_split", "single_ranker") else ""
+        if name.endswith("onnx_int8"):
+            how += ", cross-encoder on ONNX Runtime int8"
+        rows.append(
+            f"| {summary['precision']}, {how}{mark} | {layout['threads_per_ranker']} | "
+            f"{layout['rank_p50_ms']:.0f} | {layout['rank_p95_ms']:.0f} | "
+            f"{layout['cross_encoder_p50_ms']:.0f} | {layout['colbert_p50_ms']:.0f} |"
+        )
+    rows += [
+        f"| naive (fp32, library defaults, one after the other) | "
+        f"{summary['threads']['naive']} | {summary['naive_p50_ms']:.0f} | "
+        f"{summary['naive_p95_ms']:.0f} | {summary['naive_cross_encoder_p50_ms']:.0f} | "
+        f"{summary['naive_colbert_p50_ms']:.0f} |",
         "",
         f"recall's way / naive: {summary['rank_vs_naive']:.2f}",
     ]
-    if summary.get("colbert_index_passages_per_s"):
+    agreement = summary.get("onnx_cross_encoder")
+    if agreement:
+        rows.append(
+            f"ONNX int8 cross-encoder vs {agreement['reference_precision']} torch: mean "
+            f"Spearman {agreement['mean_spearman']}, same first candidate "
+            f"{agreement['same_first']} (random weights)"
+        )
+    whole = summary.get("whole_recall")
+    if whole:
+        rows += [
+            "",
+            f"whole recall, LoCoMo {whole['conversation']} ({whole['turns']} turns, "
+            f"{whole['questions']} questions, up to {whole['max_candidates']} candidates): "
+            f"p50 {whole['recall_p50_ms']:.0f} ms, p95 {whole['recall_p95_ms']:.0f} ms, "
+            f"rank stage p50 {whole['recall_rank_stage_p50_ms']:.0f} ms; rankers "
+            f"{', '.join(whole['recall_rankers'])}",
+        ]
+        if whole.get("colbert_index_passages_per_s"):
+            rows.append(
+                f"background ColBERT indexing: {whole['colbert_index_passages_per_s']:.1f} "
+                f"passages/s; database growth {whole['db_growth_per_turn_bytes']:.0f} bytes "
+                f"per turn ({whole['colbert_bytes_per_turn']:.0f} bytes of token vectors)"
+            )
+        for warning in whole.get("recall_warnings", []):
+            rows.append(f"warning: {warning}")
+    elif summary.get("colbert_index_passages_per_s"):
         rows.append(
             f"ColBERT indexing: {summary['colbert_index_passages_per_s']:.1f} passages/s, "
             f"{summary['colbert_bytes_per_passage']:.0f} bytes per passage (fp16 tokens)"
@@ -326,6 +401,8 @@ def _time_recall_way(
     precision: str,
     config: Config,
     parallel: int,
+    cores: int,
+    progress: Callable[[str], None],
 ) -> dict[str, Any]:
     threads = configure_torch(config.models.torch_threads, parallel_scorers=parallel)
     batch = config.models.batch_size
@@ -334,29 +411,121 @@ def _time_recall_way(
         location = ModelLocation(
             str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"
         )
-        cross = CrossEncoderScorer.load(location, batch_size=batch, precision=precision)
+        cross = CrossEncoderScorer.load(
+            location,
+            batch_size=batch,
+            precision=precision,
+            backend="onnx" if config.models.cross_encoder_backend == "onnx" else "torch",
+            threads=threads,
+            onnx_cache=paths["cross_encoder"].parent / "onnx",
+        )
     if "colbert" in paths:
         location = ModelLocation(str(paths["colbert"]), str(paths["colbert"]), "directory")
         colbert = ColbertScorer.load(
             location, batch_size=batch, precision=precision, backend="sentence_transformers"
         )
-    out: dict[str, Any] = {"rank": [], "cross_encoder": [], "colbert": [], "threads": threads}
+    out: dict[str, Any] = {"threads": threads, "layouts": {}}
+    documents: list[list[np.ndarray | None]] = []
     if colbert is not None:  # what the background indexing does once per passage
+        colbert.threads = cores
         texts = [t for _, batch_texts in pairs for t in batch_texts]
         started = time.perf_counter()
-        stored = colbert.encode_documents(texts)
+        blobs = [pack_tokens(tokens) for tokens in colbert.encode_documents(texts)]
         out["index_rate"] = round(len(texts) / (time.perf_counter() - started), 1)
-        out["bytes_per_passage"] = round(statistics.mean(t.nbytes for t in stored), 1)
-        documents = [
-            stored[i * len(pairs[0][1]) : (i + 1) * len(pairs[0][1])] for i in range(len(pairs))
-        ]
-    limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
+        out["bytes_per_passage"] = round(statistics.mean(len(b) for b in blobs), 1)
+        stored = iter(blobs)
+        documents = [[unpack_tokens(next(stored)) for _ in texts] for _, texts in pairs]
+    layouts = {
+        "parallel_split": (threads, True),  # what recall does
+        "parallel_all_cores": (cores, True),
+        "sequential_all_cores": (cores, False),
+    }
+    if parallel < 2:
+        layouts = {"single_ranker": (cores if threads >= cores else threads, True)}
+    for name, (per_ranker, at_once) in layouts.items():
+        progress(f"  {name}: {per_ranker} thread(s) per ranker")
+        for scorer in (cross, colbert):
+            if scorer is not None:
+                scorer.threads = per_ranker
+        times = _time_layout(cross, colbert, pairs, documents, at_once, config)
+        out["layouts"][name] = _layout_summary(per_ranker, at_once, times)
+        if name in ("parallel_split", "single_ranker"):
+            out.update(times)
+    if cross is not None and cross.backend == "torch" and _onnx_installed():
+        progress(f"  parallel_split, cross-encoder on ONNX Runtime int8: {threads} thread(s)")
+        onnx = CrossEncoderScorer.load(
+            ModelLocation(str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"),
+            batch_size=batch,
+            precision="int8",
+            backend="onnx",
+            threads=threads,
+            onnx_cache=paths["cross_encoder"].parent / "onnx",
+        )
+        if colbert is not None:
+            colbert.threads = threads
+        times = _time_layout(onnx, colbert, pairs, documents, True, config)
+        out["layouts"]["parallel_split_onnx_int8"] = _layout_summary(threads, True, times)
+        out["onnx_cross_encoder"] = _agreement(cross, onnx, pairs)
+    return out
+
+
+def _layout_summary(threads: int, at_once: bool, times: dict[str, list[float]]) -> dict[str, Any]:
+    return {
+        "threads_per_ranker": threads,
+        "parallel": at_once,
+        **{f"{k}_p50_ms": _percentile(v, 50) for k, v in times.items()},
+        "rank_p95_ms": _percentile(times["rank"], 95),
+    }
+
+
+def _agreement(
+    reference: CrossEncoderScorer, other: CrossEncoderScorer, pairs: list[tuple[str, list[str]]]
+) -> dict[str, Any]:
+    """How closely `other` ranks as `reference` on the timed pairs: mean Spearman
+    correlation and how often both put the same candidate first. (Random weights: their
+    scores are closer together than a trained model's, so this is a lower bound.)"""
+    rhos: list[float] = []
+    same_first = 0
+    for query, texts in pairs:
+        a, b = reference.score(query, texts), other.score(query, texts)
+        ranks_a, ranks_b = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+        rhos.append(float(np.corrcoef(ranks_a, ranks_b)[0, 1]))
+        same_first += int(np.argmax(a) == np.argmax(b))
+    return {
+        "backend": other.backend,
+        "precision": other.precision,
+        "reference_precision": reference.precision,
+        "mean_spearman": round(statistics.mean(rhos), 4),
+        "same_first": f"{same_first}/{len(pairs)}",
+    }
+
+
+def _onnx_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+
+
+def _time_layout(
+    cross: CrossEncoderScorer | None,
+    colbert: ColbertScorer | None,
+    pairs: list[tuple[str, list[str]]],
+    documents: list[list[np.ndarray | None]],
+    at_once: bool,
+    config: Config,
+) -> dict[str, list[float]]:
+    """Milliseconds per query of the rank stage and of each ranker, the first query (a
+    warm-up) left out; `at_once`: the rankers in worker threads in parallel, as recall runs
+    them, else one after the other in one thread."""
+    limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel) if at_once else 1)
+    out: dict[str, list[float]] = {"rank": [], "cross_encoder": [], "colbert": []}
     for index, (query, texts) in enumerate(pairs):
         jobs: dict[str, Callable[[], list[float]]] = {}
         if cross is not None:
             jobs["cross_encoder"] = _bind(cross.score, query, texts)
         if colbert is not None:
-            jobs["colbert"] = _bind(colbert.score_encoded, query, documents[index])
+            candidates = CandidateTokens("", [], list(texts), list(documents[index]), [])
+            jobs["colbert"] = functools.partial(candidates.score, colbert, query)
         started = time.perf_counter()
         _, errors, timings = anyio.run(run_scorers, jobs, limiter)
         elapsed = (time.perf_counter() - started) * 1000
@@ -378,6 +547,14 @@ def _bind(
 
 def _percentile(values: Sequence[float], q: float) -> float:
     return round(float(np.percentile(values, q)), 1) if values else 0.0
+
+
+def _load_average() -> str:
+    """The 1, 5 and 15 minute load averages (as `uptime` shows them), or "unknown"."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text(encoding="ascii").split()[:3])
+    except OSError:
+        return "unknown"
 
 
 def _stderr(message: str) -> None:

@@ -120,6 +120,7 @@ class ModelRegistry:
         self._slots: dict[str, _Slot] = {kind: _Slot() for kind in MODEL_KINDS}
         self._torch_lock = threading.Lock()
         self._torch_configured = False
+        self._threads: int | None = None
         self._wrappers: dict[str, Callable[[Any], Any]] = {}
         self._starting = threading.Lock()
         self._started: set[str] = set()  # kinds `start_loading` handed to a thread
@@ -249,21 +250,31 @@ class ModelRegistry:
             "importer": self._importer,
         }
         _quiet_loading_bars(self._importer)
+        scorer: CrossEncoderScorer | ColbertScorer
         if kind == "cross_encoder":
-            return CrossEncoderScorer.load(location, precision=self.models.precision, **common)
-        if kind == "colbert":
-            return ColbertScorer.load(
+            scorer = CrossEncoderScorer.load(
+                location,
+                precision=self.models.precision,
+                backend="onnx" if self.models.cross_encoder_backend == "onnx" else "torch",
+                threads=self._threads,
+                **common,
+            )
+        elif kind == "colbert":
+            scorer = ColbertScorer.load(
                 location,
                 backend=self.colbert_backend,
                 precision=self.models.precision,
                 **common,
             )
-        return BiEncoderScorer.load(location, **common)
+        else:
+            return BiEncoderScorer.load(location, **common)
+        scorer.threads = self._threads  # set again in each worker thread it runs in
+        return scorer
 
     def _configure_torch(self) -> None:
         with self._torch_lock:
             if not self._torch_configured:
-                configure_torch(
+                self._threads = configure_torch(
                     self.models.torch_threads,
                     parallel_scorers=self.parallel_scorers,
                     importer=self._importer,
@@ -302,7 +313,7 @@ class ModelRegistry:
 def describe_runtime(scorer: Any) -> str | None:
     """How a loaded ranker computes, for `models` and `doctor`: its backend and precision."""
     parts = []
-    if isinstance(scorer, ColbertScorer):
+    if isinstance(scorer, CrossEncoderScorer | ColbertScorer):
         parts.append(f"backend: {scorer.backend}")
     if isinstance(scorer, CrossEncoderScorer | ColbertScorer):
         parts.append(f"precision: {scorer.precision}")

@@ -53,6 +53,12 @@ from smartsearch_mcp.pipeline.retrieve import (
     score_lexically,
 )
 from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
+from smartsearch_mcp.pipeline.token_vectors import (
+    CandidateTokens,
+    TokenBudget,
+    TokenVectors,
+    stores_tokens,
+)
 from smartsearch_mcp.pipeline.truncate import Truncation, truncate_to_budget
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any
@@ -89,6 +95,7 @@ class _Recall:
     """What one recall carries from stage to stage besides the stage values."""
 
     budget: EmbedBudget
+    tokens: TokenBudget  # ColBERT candidates this recall may still encode itself
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     loading: set[str] = field(default_factory=set)  # configured models not loaded yet
@@ -104,6 +111,7 @@ class RecallPipeline:
         self._limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
         self.corpora = ScopeCorpora(store, config, self._limiter)
         self.embeddings = Embeddings(store, config, self.corpora.passages, self._limiter)
+        self.token_vectors = TokenVectors(store, self.corpora.passages.split, self._limiter)
         self._entity_cache: dict[str, list[tuple[str, str]]] = {}  # text -> its entities
         self._counter: TokenCounter | None = None
         # False in a server: a recall does not wait for a model still loading, it ranks with
@@ -114,6 +122,7 @@ class RecallPipeline:
         # may come from other processes).
         self.on_backlog: Callable[[], None] | None = None
         self.embeddings.on_pending = self._wake_background
+        self.token_vectors.on_pending = self._wake_background
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -217,7 +226,8 @@ class RecallPipeline:
 
     async def rank(self, query: str, scope: Scope, reference: datetime | None = None) -> Ranking:
         """Stages 1–4: analyze, retrieve, expand, rank."""
-        run = _Recall(EmbedBudget(self.config.rank.embed_on_recall))
+        on_recall = self.config.rank.embed_on_recall
+        run = _Recall(EmbedBudget(on_recall), TokenBudget(on_recall))
         clock = time.perf_counter()
         nlp = await self._model("spacy", run) if self.config.nlp.spacy_models else None
         analysis = await off_loop(self._limiter, analyze_query, query, nlp, reference)
@@ -248,9 +258,10 @@ class RecallPipeline:
         scored, outside = prefer_time_range(scored, analysis.time_range)
         if outside is not None:
             run.warnings.append(outside)
-        if (message := run.budget.warning()) is not None:
-            run.warnings.append(message)
-            self._wake_background()
+        for message in (run.budget.warning(), run.tokens.warning()):
+            if message is not None:
+                run.warnings.append(message)
+                self._wake_background()
         if run.loading:
             run.warnings.append(_loading_warning(run.loading, rankers))
         lap(run.timings, "rank", clock)
@@ -419,11 +430,19 @@ class RecallPipeline:
         scorers = self.config.rank.scorers
         jobs: dict[str, ScoreJob] = {}
         wanted = self.learned_rankers()
+        tokens: CandidateTokens | None = None
         for kind in wanted:
             if kind == "bi_encoder":
                 continue
             scorer = await self._model(kind, run)
-            if scorer is not None:
+            if scorer is None:
+                continue
+            if kind == "colbert" and stores_tokens(scorer):
+                passages = [corpus.passages[i] for i in indices]
+                tokens = await self.token_vectors.of_candidates(scorer, passages, texts, run.tokens)
+                if not tokens.unscored:  # else no token vectors at all: ColBERT sits out
+                    jobs[kind] = _bind(tokens.score, scorer, query)
+            else:
                 jobs[kind] = _bind(scorer.score, query, texts)
         use_context = "context" in scorers
         passage_vectors: np.ndarray | None = None
@@ -457,6 +476,8 @@ class RecallPipeline:
             jobs["speaker"] = _constant([found.said[i] for i in indices])
         run.warnings.extend(self.models.warnings)
         scores, errors, timings = await run_scorers(jobs, self._limiter)
+        if tokens is not None:
+            self.token_vectors.keep(tokens)
         run.timings.update({f"rank.{k}": v for k, v in timings.items()})
         for name, error in errors.items():
             run.warnings.append(f"ranker {name} failed and was skipped: {error}")
@@ -498,28 +519,50 @@ class RecallPipeline:
         """The vector kinds the configured rankers use: "" (the passage) and the context."""
         return self.embeddings.variants()
 
+    def indexes_in_background(self) -> bool:
+        """Whether new turns get vectors in the background: bi-encoder passage vectors or
+        ColBERT token vectors."""
+        return bool(self.embeddings.variants()) or "colbert" in self.learned_rankers()
+
     async def embedding_backlog(self) -> int | None:
-        """Stored turns still to embed, summed over the vector kinds in use (None: no
-        bi-encoder is configured or it cannot be loaded)."""
-        if not self.embeddings.variants():
+        """Stored turns still to embed, summed over the vector kinds in use, ColBERT token
+        vectors included (None: neither a bi-encoder nor a ColBERT is configured and
+        loadable)."""
+        bi_encoder = await self._bi_encoder_for_index()
+        colbert = await self._colbert_for_index()
+        if bi_encoder is None and colbert is None:
             return None
-        bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
-        if bi_encoder is None:
-            return None
-        return await self.embeddings.backlog(bi_encoder)
+        total = await self.embeddings.backlog(bi_encoder) if bi_encoder is not None else 0
+        if colbert is not None:
+            total += await self.token_vectors.backlog(colbert)
+        return total
 
     async def embed_backlog(
         self, batch: int = 256, progress: Callable[[int], None] | None = None
     ) -> int:
-        """Store the vectors recalls embedded and embed stored turns that have no vector yet;
-        returns how many passages were stored. Runs off the write path: `remember` and
-        `recall` never wait for it. `progress` is told how many turns each batch covered."""
+        """Store the vectors recalls computed, then embed stored turns that have no vector
+        yet (bi-encoder passage vectors, then ColBERT token vectors); returns how many
+        passage vectors were stored. Runs off the write path: `remember` and `recall` never
+        wait for it. `progress` is told how many turns each batch covered."""
+        done = 0
+        bi_encoder = await self._bi_encoder_for_index()
+        if bi_encoder is not None:
+            done += await self.embeddings.embed_backlog(bi_encoder, batch, progress)
+        colbert = await self._colbert_for_index()
+        if colbert is not None:
+            done += await self.token_vectors.index_backlog(colbert, progress=progress)
+        return done
+
+    async def _bi_encoder_for_index(self) -> Any | None:
         if not self.embeddings.variants():
-            return 0
-        bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
-        if bi_encoder is None:
-            return 0
-        return await self.embeddings.embed_backlog(bi_encoder, batch, progress)
+            return None
+        return await anyio.to_thread.run_sync(self.models.get_bi_encoder)
+
+    async def _colbert_for_index(self) -> Any | None:
+        if "colbert" not in self.learned_rankers():
+            return None
+        scorer = await anyio.to_thread.run_sync(self.models.get_scorer, "colbert")
+        return scorer if stores_tokens(scorer) else None
 
 
 def _loading_warning(loading: set[str], rankers: list[str]) -> str:
@@ -539,8 +582,8 @@ def _by_passage(by_turn: dict[int, float], passages: Sequence[Passage]) -> list[
     return [by_turn.get(p.turn.id, 0.0) for p in passages]
 
 
-def _bind(fn: Any, query: str, texts: list[str]) -> ScoreJob:
-    return lambda: fn(query, texts)
+def _bind(fn: Callable[..., list[float]], *args: Any) -> ScoreJob:
+    return lambda: fn(*args)
 
 
 def _constant(values: list[float]) -> ScoreJob:

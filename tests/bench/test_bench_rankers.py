@@ -36,7 +36,8 @@ def small_shapes(monkeypatch: pytest.MonkeyPatch) -> Config:
 def test_the_json_summary_times_both_ways_with_the_configured_shapes(
     small_shapes: Config, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["rankers", "--json", "--candidates", "6", "--repeats", "3", "--data", str(FIXTURES)]
+    argv = ["rankers", "--json", "--candidates", "6", "--repeats", "3", "--questions", "3"]
+    argv += ["--data", str(FIXTURES)]
 
     assert run_bench(argv, small_shapes, "test") == 0
 
@@ -53,6 +54,23 @@ def test_the_json_summary_times_both_ways_with_the_configured_shapes(
     # fp16 token vectors: 2 bytes x 16 dimensions x at least one token per passage
     assert summary["colbert_bytes_per_passage"] >= 32
     assert summary["colbert_index_passages_per_s"] > 0
+    layouts = summary["thread_layouts"]
+    assert {"parallel_split", "parallel_all_cores", "sequential_all_cores"} <= set(layouts)
+    if "parallel_split_onnx_int8" in layouts:  # onnxruntime installed: compared, same pairs
+        assert summary["onnx_cross_encoder"]["precision"] == "int8"
+        assert -1 <= summary["onnx_cross_encoder"]["mean_spearman"] <= 1
+    assert layouts["parallel_split"]["rank_p50_ms"] == summary["rank_p50_ms"]
+    assert not layouts["sequential_all_cores"]["parallel"]
+    # the whole recall over the LoCoMo fixture, with the ColBERT indexed in the background
+    whole = summary["whole_recall"]
+    assert whole["questions"] == 3 and whole["turns"] > 0
+    assert whole["colbert_indexed_passages"] >= whole["turns"]
+    assert {"cross_encoder", "colbert"} <= set(whole["recall_rankers"])
+    assert summary["recall_p50_ms"] == whole["recall_p50_ms"] > 0
+    # each passage stores an 8-byte header and at least one 16-dim float16 token
+    assert summary["colbert_bytes_per_turn"] >= 8 + 32
+    assert summary["db_growth_per_turn_bytes"] > 0
+    assert summary["load_average"]["before"]
 
 
 def test_the_shapes_of_the_default_preset_are_known() -> None:

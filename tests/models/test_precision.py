@@ -6,41 +6,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny_models import TinyModels
+from tiny_models import RANKING_QUERY as QUERY
+from tiny_models import RANKING_TEXTS as TEXTS
+from tiny_models import TinyModels, spearman
 
 from smartsearch_mcp.config import ConfigError, ModelsConfig
 from smartsearch_mcp.models import ColbertScorer, CrossEncoderScorer, ModelLocation
 from smartsearch_mcp.models.precision import cpu_flags, native_bf16, resolve_precision
 
-QUERY = "where did caroline move"
-# Twelve texts of different lengths and overlaps with the query, so that the random tiny
-# models spread their scores and a ranking means something.
-TEXTS = [
-    "caroline moved to paris in june",
-    "melanie loves painting and pottery",
-    "the dog went hiking yesterday",
-    "she went to a support group with her friend",
-    "my friend has a guitar",
-    "caroline moved to sweden",
-    "when did melanie go camping at the beach",
-    "caroline",
-    "the concert in berlin was in july",
-    "he loves music and a book",
-    "where is the adoption agency",
-    "did you move to paris or to berlin in march",
-]
 AVX512_BF16 = frozenset({"fpu", "avx512f", "avx512_bf16"})
 AVX2_ONLY = frozenset({"fpu", "avx2"})
 
 
 def directory(path: Path) -> ModelLocation:
     return ModelLocation(str(path), str(path), "directory")
-
-
-def spearman(a: list[float], b: list[float]) -> float:
-    ranks_a = np.argsort(np.argsort(a))
-    ranks_b = np.argsort(np.argsort(b))
-    return float(np.corrcoef(ranks_a, ranks_b)[0, 1])
 
 
 def test_auto_takes_bf16_only_on_a_cpu_with_native_bf16(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -307,3 +307,45 @@ def test_the_real_colbert_backend_is_the_one_the_installed_libraries_support(
 
     native = hasattr(sentence_transformers, "MultiVectorEncoder")
     assert tiny_scorers["colbert"].backend == ("sentence_transformers" if native else "pylate")
+
+
+def test_length_sorted_batches_put_similar_lengths_together_within_both_limits() -> None:
+    from smartsearch_mcp.models.scorers import length_sorted_batches
+
+    lengths = [5, 40, 12, 40, 7, 100, 12]
+
+    batches = length_sorted_batches(lengths, max_rows=3, max_tokens=90)
+
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    assert batches == [[5], [1, 3], [2, 6, 4], [0]]
+    for batch in batches:
+        assert len(batch) <= 3
+        assert len(batch) == 1 or len(batch) * lengths[batch[0]] <= 90
+
+
+@pytest.mark.parametrize("kind", ["cross_encoder", "colbert"])
+def test_a_ranker_sets_its_torch_thread_count_in_the_worker_thread_it_runs_in(
+    tiny_scorers: dict[str, Any], kind: str
+) -> None:
+    import threading
+
+    import torch
+
+    scorer = tiny_scorers[kind]
+    seen: list[int] = []
+
+    def work() -> None:
+        torch.set_num_threads(2)  # what this worker thread had before
+        scorer.score(QUERY, TEXTS)
+        seen.append(torch.get_num_threads())
+
+    before = torch.get_num_threads()
+    scorer.threads = 1
+    try:
+        worker = threading.Thread(target=work)
+        worker.start()
+        worker.join()
+    finally:
+        scorer.threads = None
+        torch.set_num_threads(before)
+    assert seen == [1]

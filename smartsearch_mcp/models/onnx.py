@@ -1,0 +1,171 @@
+"""The cross-encoder on ONNX Runtime, int8 by default (`models.cross_encoder_backend = "onnx"`).
+
+The transformers classifier inside a loaded CrossEncoder is exported once with `torch.onnx`
+(from the local weights: nothing is downloaded) and, for int8, dynamically quantized with
+onnxruntime's quantizer (weights int8, activations quantized per batch). The files are kept
+in the user cache dir under a name derived from the weights' files, so later loads only open
+them. Measured on the default preset's cross-encoder shape: see docs/bench/rankers.md.
+
+onnxruntime and onnx are optional (`pip install 'smartsearch-mcp[onnx]'`) and imported here
+only, through the `importer` the scorer was loaded with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+OPSET = 17
+ONNX_PRECISIONS = ("fp32", "int8")
+
+
+def onnx_cache_root() -> Path:
+    """Where exported models live: next to the unpacked models in the user cache dir."""
+    from smartsearch_mcp.models.archived import default_cache_root
+
+    return default_cache_root().parent / "onnx"
+
+
+def weights_digest(folder: Path, identity: str) -> str:
+    """A short digest naming the weights in `folder`: their files' names, sizes and
+    modification times, and the model's identity (re-exported when any changes)."""
+    digest = hashlib.sha256(identity.encode())
+    if folder.is_dir():
+        for path in sorted(folder.iterdir()):
+            if path.is_file():
+                stat = path.stat()
+                digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
+class OnnxClassifier:
+    """An ONNX Runtime session of an exported sequence classifier: logits from token ids."""
+
+    def __init__(self, session: Any, input_names: list[str]) -> None:
+        self._session = session
+        self.input_names = input_names
+
+    def logits(self, batch: dict[str, Any]) -> np.ndarray:
+        """The first logit of each row of a padded batch (numpy or torch arrays)."""
+        feeds = {name: np.asarray(batch[name], dtype=np.int64) for name in self.input_names}
+        return np.asarray(self._session.run(None, feeds)[0])[:, 0]
+
+
+def load_onnx_classifier(
+    network: Any,
+    tokenizer: Any,
+    *,
+    folder: Path,
+    identity: str,
+    precision: str,
+    threads: int | None,
+    torch: Any,
+    importer: Any,
+    cache_root: Path | None = None,
+) -> OnnxClassifier:
+    """The classifier `network` as an ONNX Runtime session at `precision` (fp32 or int8),
+    exported (and quantized) on first use and cached."""
+    if precision not in ONNX_PRECISIONS:
+        raise ValueError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
+    ort = importer("onnxruntime")
+    names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if _takes(tokenizer, n)]
+    root = cache_root if cache_root is not None else onnx_cache_root()
+    target = root / f"{Path(identity).name or 'model'}-{weights_digest(folder, identity)}"
+    model_file = target / ("model.int8.onnx" if precision == "int8" else "model.onnx")
+    if not model_file.is_file():
+        _export(network, tokenizer, names, target, precision, torch, importer)
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
+    return OnnxClassifier(session, names)
+
+
+def _takes(tokenizer: Any, name: str) -> bool:
+    accepted = getattr(tokenizer, "model_input_names", None)
+    return name in accepted if accepted else name != "token_type_ids"
+
+
+def _export(
+    network: Any,
+    tokenizer: Any,
+    names: list[str],
+    target: Path,
+    precision: str,
+    torch: Any,
+    importer: Any,
+) -> None:
+    """Export to `target` (model.onnx, and model.int8.onnx for int8), atomically: written in
+    a temporary folder beside it, then moved in place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+    try:
+        plain = work / "model.onnx"
+        existing = target / "model.onnx"
+        if existing.is_file():
+            shutil.copyfile(existing, plain)
+        else:
+            sample = tokenizer(["a question"] * 2, ["a passage", "another"], padding=True)
+            inputs = tuple(torch.tensor(sample[name]) for name in names)
+            axes = {name: {0: "batch", 1: "tokens"} for name in names}
+            with warnings.catch_warnings(), torch.no_grad():
+                warnings.simplefilter("ignore")  # the tracer's notes on transformers' code
+                torch.onnx.export(
+                    _logits_module(network, names, torch),
+                    inputs,
+                    str(plain),
+                    input_names=names,
+                    output_names=["logits"],
+                    dynamic_axes={**axes, "logits": {0: "batch"}},
+                    opset_version=OPSET,
+                    dynamo=False,
+                )
+        if precision == "int8":
+            quantization = importer("onnxruntime.quantization")
+            quiet = _DropAdvice()  # the quantizer's advice for image models, on the root logger
+            logging.getLogger().addFilter(quiet)
+            try:
+                quantization.quantize_dynamic(
+                    str(plain),
+                    str(work / "model.int8.onnx"),
+                    weight_type=quantization.QuantType.QInt8,
+                )
+            finally:
+                logging.getLogger().removeFilter(quiet)
+        target.mkdir(parents=True, exist_ok=True)
+        for produced in work.iterdir():
+            produced.replace(target / produced.name)
+        log.info("exported the cross-encoder to ONNX (%s) in %s", precision, target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class _DropAdvice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Please consider to run pre-processing")
+
+
+def _logits_module(network: Any, names: list[str], torch: Any) -> Any:
+    """A module taking the inputs positionally and returning the classifier's logits: what
+    `torch.onnx.export` traces."""
+
+    class LogitsOnly(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.network = network
+
+        def forward(self, *inputs: Any) -> Any:
+            return self.network(**dict(zip(names, inputs, strict=True))).logits
+
+    return LogitsOnly().eval()

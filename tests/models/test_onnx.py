@@ -1,0 +1,114 @@
+"""The cross-encoder on ONNX Runtime (models/onnx.py): the same logits in fp32, the same
+ranking in int8, exported once from the local weights."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tiny_models import RANKING_QUERY as QUERY
+from tiny_models import RANKING_TEXTS as TEXTS
+from tiny_models import TinyModels, spearman
+
+from smartsearch_mcp.config import ConfigError, ModelsConfig
+from smartsearch_mcp.models import CrossEncoderScorer, ModelLocation, ModelRegistry
+from smartsearch_mcp.models.registry import describe_runtime
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+
+@pytest.fixture
+def onnx_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "onnx"
+    monkeypatch.setattr("smartsearch_mcp.models.onnx.onnx_cache_root", lambda: root)
+    return root
+
+
+def _location(tiny_models: TinyModels) -> ModelLocation:
+    return ModelLocation(str(tiny_models.bert), str(tiny_models.bert), "directory")
+
+
+def test_onnx_fp32_gives_the_logits_of_torch_fp32(
+    tiny_models: TinyModels, onnx_cache: Path
+) -> None:
+    torch_scorer = CrossEncoderScorer.load(_location(tiny_models), precision="fp32")
+    onnx_scorer = CrossEncoderScorer.load(
+        _location(tiny_models), precision="fp32", backend="onnx", batch_size=4
+    )
+
+    assert onnx_scorer.backend == "onnxruntime" and onnx_scorer.precision == "fp32"
+    assert onnx_scorer.score(QUERY, TEXTS) == pytest.approx(
+        torch_scorer.score(QUERY, TEXTS), abs=1e-4
+    )
+
+
+def test_onnx_int8_keeps_the_fp32_ranking(tiny_models: TinyModels, onnx_cache: Path) -> None:
+    reference = CrossEncoderScorer.load(_location(tiny_models), precision="fp32")
+    quantized = CrossEncoderScorer.load(_location(tiny_models), precision="auto", backend="onnx")
+
+    exact = reference.score(QUERY, TEXTS)
+    approximate = quantized.score(QUERY, TEXTS)
+
+    assert quantized.precision == "int8"
+    assert spearman(exact, approximate) >= 0.9
+    # int8 shifts every logit by about the same amount (here ~5% of the spread), which
+    # leaves the ranking alone; what differs between passages beyond that is small.
+    spread = max(exact) - min(exact)
+    differences = np.subtract(exact, approximate)
+    assert np.max(np.abs(differences)) <= 0.2 * spread
+    assert np.max(np.abs(differences - differences.mean())) <= 0.1 * spread
+    assert int(np.argmax(approximate)) == int(np.argmax(exact))
+
+
+def test_the_export_is_made_once_and_reused(tiny_models: TinyModels, onnx_cache: Path) -> None:
+    CrossEncoderScorer.load(_location(tiny_models), precision="int8", backend="onnx")
+    [exported] = list(onnx_cache.iterdir())
+    stamps = {p.name: p.stat().st_mtime_ns for p in exported.iterdir()}
+
+    again = CrossEncoderScorer.load(_location(tiny_models), precision="int8", backend="onnx")
+
+    assert set(stamps) == {"model.onnx", "model.int8.onnx"}
+    assert {p.name: p.stat().st_mtime_ns for p in exported.iterdir()} == stamps
+    assert again.backend == "onnxruntime"
+    assert not [p for p in onnx_cache.iterdir() if p.name.startswith(".export-")]
+
+
+def test_without_onnxruntime_the_cross_encoder_runs_on_torch(
+    tiny_models: TinyModels, onnx_cache: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    def importer(name: str) -> Any:
+        if name.startswith("onnxruntime"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return importlib.import_module(name)
+
+    scorer = CrossEncoderScorer.load(
+        _location(tiny_models), precision="auto", backend="onnx", importer=importer
+    )
+
+    assert scorer.backend == "torch"
+    assert "pip install 'smartsearch-mcp[onnx]'" in caplog.text
+    assert len(scorer.score(QUERY, TEXTS)) == len(TEXTS)
+
+
+def test_the_registry_reports_the_onnx_backend_and_its_precision(
+    tiny_config: ModelsConfig, onnx_cache: Path
+) -> None:
+    config = ModelsConfig(
+        cross_encoder=tiny_config.cross_encoder, cross_encoder_backend="onnx", precision="int8"
+    )
+    registry = ModelRegistry(config)
+
+    scorer = registry.get_scorer("cross_encoder")
+
+    assert describe_runtime(scorer) == "backend: onnxruntime, precision: int8"
+    status = registry.status("cross_encoder")
+    assert status is not None and status.message == "backend: onnxruntime, precision: int8"
+
+
+def test_bf16_with_the_onnx_backend_is_a_config_error_naming_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"models\.precision.*ONNX Runtime"):
+        ModelsConfig(cross_encoder_backend="onnx", precision="bf16")
