@@ -26,16 +26,16 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-# Property tests check what holds, not how fast: a per-example deadline only measures how busy
-# the machine is (two cores shared with other jobs made examples pass or fail by timing).
-settings.register_profile("smartsearch", deadline=None)
-settings.load_profile("smartsearch")
-
 # pytest runs with --import-mode=importlib, which leaves sys.path alone: make the helper
 # modules next to this file (tiny_models.py) importable from every test directory.
 sys.path.insert(0, str(Path(__file__).parent))
 
 from tiny_models import TinyModels, build_tiny_models
+
+# Property tests check what holds, not how fast: a per-example deadline only measures how busy
+# the machine is (two cores shared with other jobs made examples pass or fail by timing).
+settings.register_profile("smartsearch", deadline=None)
+settings.load_profile("smartsearch")
 
 
 @pytest.fixture(scope="session")
