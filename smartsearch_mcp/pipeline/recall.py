@@ -465,8 +465,11 @@ class RecallPipeline:
             scores["lexical"] = [c.lexical_score for c in candidates]
             if "lexical" not in scorers and not run.loading:
                 run.warnings.append("no learned ranker available; ranked by lexical scores only")
+        # Passages of the scope that are not candidates (at least: a streamed or indexed
+        # corpus holds only some of them) calibrate the confidence as well.
+        unseen = len(corpus.passages) - len(candidates)
         ordered = await off_loop(
-            self._limiter, order_candidates, candidates, scores, self.config.rank
+            self._limiter, order_candidates, candidates, scores, self.config.rank, unseen
         )
         supersede = self.config.rank.supersede
         if supersede > 0 and passage_vectors is not None:
