@@ -115,10 +115,16 @@ def test_one_rankers_outlier_neither_makes_a_passage_sure_nor_unsure() -> None:
     assert confidence[4] < 0.1
 
 
-@given(st.lists(st.floats(-5, 5), min_size=1, max_size=30))
-def test_confidence_is_always_between_0_and_1(values: list[float]) -> None:
-    rows = [Scored(Candidate(make_passage(i, "t"), 1.0), v, {"x": v}) for i, v in enumerate(values)]
-    assert all(0.0 <= c <= 1.0 for c in ranking_confidence(rows))
+@given(
+    st.lists(st.tuples(st.floats(-5, 5), st.floats(0, 9)), min_size=1, max_size=30),
+    st.integers(0, 10_000),
+)
+def test_confidence_is_always_between_0_and_1(values: list[tuple[float, float]], unseen) -> None:
+    rows = [
+        Scored(Candidate(make_passage(i, "t"), 1.0), v, {"x": v, "lexical": x})
+        for i, (v, x) in enumerate(values)
+    ]
+    assert all(0.0 <= c <= 1.0 for c in ranking_confidence(rows, unseen))
 
 
 def test_a_credited_user_turn_is_as_certain_as_the_reply_that_lifted_it() -> None:

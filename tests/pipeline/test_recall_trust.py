@@ -252,3 +252,53 @@ async def test_the_threshold_stops_early_at_the_default_budget_but_not_above_it(
     assert default.stop_reason == "threshold"
     assert len(default.passages) < len(larger.passages)
     assert larger.stop_reason == "exhausted"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(query=st.text(alphabet=" \t\n?!.,;:…-—'\"()[]*#@&%~^_+=<>/|\\😀👍🙏✨", max_size=12))
+async def test_punctuation_symbols_and_emoji_alone_never_return_passages(store, query):
+    if not (await store.scope_turns(SCOPE)):
+        await _remember(store)
+    result = await _pipeline(store).recall(query, SCOPE, 1500, NOW)
+    assert result.passages == []
+    assert result.warnings
+
+
+WORDS = ["trip", "Porto", "Lisbon", "vet", "paw", "Biscuit", "budget", "Airbnb", "February"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from([*WORDS, "the", "we", "booked", "moved", "said"]), max_size=12),
+        min_size=1,
+        max_size=20,
+    ),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+    budget=st.integers(min_value=100, max_value=1500),
+)
+async def test_the_same_question_over_the_same_memory_always_gets_the_same_answer(
+    tmp_path_factory, texts, query, budget
+):
+    path = tmp_path_factory.mktemp("det") / "m.db"
+    store = await SQLiteStore.open(path)
+    try:
+        turns = [
+            TurnInput(" ".join(words) or "ok", f"P{i % 3}", timestamp=f"2026-11-{1 + i:02d}")
+            for i, words in enumerate(texts)
+        ]
+        await store.remember("ns", "s", turns)
+
+        def answer(result: Any) -> list[tuple[Any, ...]]:
+            return [
+                (s.candidate.passage.key, s.score, c)
+                for s, c in zip(result.passages, result.confidence, strict=True)
+            ] + [(result.stop_reason, result.tokens_used, result.score_at_cut)]
+
+        warm = _pipeline(store)
+        first = answer(await warm.recall(query, SCOPE, budget, NOW))
+        again = answer(await warm.recall(query, SCOPE, budget, NOW))  # caches filled
+        fresh = answer(await _pipeline(store).recall(query, SCOPE, budget, NOW))
+        assert first == again == fresh
+    finally:
+        await store.close()
