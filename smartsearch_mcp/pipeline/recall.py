@@ -159,9 +159,12 @@ class RecallPipeline:
         ranking = await self.rank(query, scope, reference)
         return await off_loop(self._limiter, self.truncate, ranking, max_tokens)
 
-    def truncate(self, ranking: Ranking, max_tokens: int) -> RecallResult:
+    def truncate(
+        self, ranking: Ranking, max_tokens: int, alpha: float | None = None
+    ) -> RecallResult:
         """Stage 5: score-adaptive truncation of a ranking to `max_tokens` (CPU-bound:
-        counts the candidates' tokens)."""
+        counts the candidates' tokens). `alpha` replaces `truncation.alpha` (benchmarks
+        compare thresholds on one ranking; 0: fill the budget)."""
         started = time.perf_counter()
         cfg = self.config.truncation
         # top_k is meant for the default budget; a larger budget may keep proportionally more.
@@ -172,7 +175,7 @@ class RecallPipeline:
         # The threshold is for the default budget: a caller asking for more than that asks
         # for more context, and gets the budget filled (measured: LoCoMo at 6,000 tokens
         # lost 2.4 points with the threshold even scaled down).
-        alpha = cfg.alpha if max_tokens <= cfg.max_tokens else 0.0
+        alpha = (cfg.alpha if alpha is None else alpha) if max_tokens <= cfg.max_tokens else 0.0
         warnings = list(ranking.warnings)
 
         def cut_with(notes: list[str]) -> Truncation:

@@ -252,6 +252,8 @@ async def test_the_threshold_stops_early_at_the_default_budget_but_not_above_it(
     assert default.stop_reason == "threshold"
     assert len(default.passages) < len(larger.passages)
     assert larger.stop_reason == "exhausted"
+    filled = pipeline.truncate(ranking, 1500, alpha=0.0)  # what benchmarks compare against
+    assert filled.stop_reason == "exhausted" and len(filled.passages) == len(larger.passages)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE_OK)
