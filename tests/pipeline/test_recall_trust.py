@@ -178,6 +178,54 @@ async def test_what_we_decided_last_week_ranks_the_turn_from_last_week_first(sto
     assert not any("falls in" in w for w in result.warnings)
 
 
+@pytest.mark.parametrize(
+    ("question", "session", "answer"),
+    [
+        ("What did we decide in October?", "s1", "decided on Lisbon"),  # 26 October
+        ("What did we decide 3 weeks ago?", "s2", "budget"),  # 10 November
+        ("What did we decide last week?", "s3", "moved the February trip"),  # 25 November
+    ],
+)
+async def test_every_turn_inside_the_range_outranks_every_turn_outside(
+    store, question, session, answer
+):
+    await _remember(store)
+    result = await _pipeline(store).recall(question, SCOPE, 1500, NOW)
+    sessions = [s.candidate.passage.turn.session_id for s in result.passages]
+    inside = [i for i, name in enumerate(sessions) if name == session]
+    assert inside and inside == list(range(len(inside)))  # all inside first, then the rest
+    assert answer in result.passages[0].candidate.passage.text
+    assert not any("falls in" in w for w in result.warnings)
+
+
+async def test_yesterday_means_the_day_before_now_not_the_latest_turn(store):
+    await _remember(store)
+    await store.remember(
+        "ns",
+        "s4",
+        [
+            TurnInput(
+                "The plumber fixed the leak under the sink.",
+                "Dana",
+                timestamp="2026-11-29T10:00:00",
+            )
+        ],
+    )
+    await store.remember(
+        "ns",
+        "s5",
+        [
+            TurnInput(
+                "The plumber sent the invoice for the sink.",
+                "Dana",
+                timestamp="2026-11-30T09:00:00",
+            )
+        ],
+    )
+    result = await _pipeline(store).recall("What did the plumber do yesterday?", SCOPE, 1500, NOW)
+    assert result.passages[0].candidate.passage.turn.session_id == "s4"
+
+
 async def test_a_turn_that_mentions_a_date_in_the_range_counts_as_inside(store):
     await store.remember(
         "ns",
