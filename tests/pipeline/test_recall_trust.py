@@ -198,6 +198,22 @@ async def test_every_turn_inside_the_range_outranks_every_turn_outside(
     assert not any("falls in" in w for w in result.warnings)
 
 
+async def test_a_month_without_a_year_is_the_coming_one_when_the_last_holds_nothing(store):
+    await _remember(store)  # asked on 30 November: last February holds nothing
+    result = await _pipeline(store).recall("Where does the trip go in February?", SCOPE, 1500, NOW)
+    assert not any("falls in" in w for w in result.warnings)
+    texts = [s.candidate.passage.text for s in result.passages]
+    assert "a trip in February" in texts[0]  # the plan for the coming February, inside
+    assert len(texts) > 1  # the others from any time follow
+
+
+async def test_a_month_without_a_year_still_warns_when_neither_occurrence_holds_anything(store):
+    await _remember(store)
+    result = await _pipeline(store).recall("What did we decide in July?", SCOPE, 1500, NOW)
+    assert result.passages
+    assert any("nothing recalled falls in 'July'" in w for w in result.warnings)
+
+
 async def test_yesterday_means_the_day_before_now_not_the_latest_turn(store):
     await _remember(store)
     await store.remember(
