@@ -171,8 +171,9 @@ def ranking_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[float]
     Fused RRF scores are ranks, not confidence: every query has a first passage. Instead each
     ranker's own scores (cosine, BM25, the grep score...) are calibrated — 0 at the median
     passage of the scope, 1 at that ranker's best — and a passage is as sure as the middle
-    ranker says (the median over rankers: agreement; one ranker's outlier neither makes a
-    passage sure nor unsure). `unseen` is how many passages of the scope are not among the
+    ranker says (the median over the rankers that could score it: agreement; one ranker's
+    outlier neither makes a passage sure nor unsure; a passage not embedded yet is judged by
+    the others). `unseen` is how many passages of the scope are not among the
     candidates: they count in each ranker's median at that ranker's floor (`RANKER_FLOORS`),
     so that with three matching turns out of twenty the third is not "typical" merely for
     being the median of three. A precise question has one or a few passages far above the
@@ -191,7 +192,7 @@ def ranking_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[float]
         _above_median(column, max(0, unseen), RANKER_FLOORS.get(name))
         for name, column in columns.items()
     ]
-    return [_median(values) for values in zip(*calibrated, strict=True)]
+    return [_median_of_known(values) for values in zip(*calibrated, strict=True)]
 
 
 def with_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[Scored]:
@@ -207,10 +208,11 @@ def with_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[Scored]:
 
 def _above_median(values: Sequence[float], unseen: int, floor: float | None) -> list[float]:
     """Each value's place between the median (0) and the best (1) of `values` plus `unseen`
-    values at `floor` (default: the lowest of `values`), clipped; unknown (NaN) values are 0."""
+    values at `floor` (default: the lowest of `values`), clipped; unknown (NaN) values stay
+    unknown: the ranker has no say on them."""
     known = sorted(v for v in values if math.isfinite(v))
     if not known:
-        return [0.0] * len(values)
+        return [math.nan] * len(values)
     low = known[0] if floor is None else min(floor, known[0])
     total = unseen + len(known)
 
@@ -220,8 +222,10 @@ def _above_median(values: Sequence[float], unseen: int, floor: float | None) -> 
     median = at(total // 2) if total % 2 else (at(total // 2 - 1) + at(total // 2)) / 2
     span = known[-1] - median
     if span <= 0:
-        return [1.0 if math.isfinite(v) and v >= known[-1] else 0.0 for v in values]
-    return [min(1.0, max(0.0, (v - median) / span)) if math.isfinite(v) else 0.0 for v in values]
+        return [(1.0 if v >= known[-1] else 0.0) if math.isfinite(v) else math.nan for v in values]
+    return [
+        min(1.0, max(0.0, (v - median) / span)) if math.isfinite(v) else math.nan for v in values
+    ]
 
 
 def _median_of_sorted(values: Sequence[float]) -> float:
@@ -229,8 +233,10 @@ def _median_of_sorted(values: Sequence[float]) -> float:
     return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
-def _median(values: Sequence[float]) -> float:
-    return _median_of_sorted(sorted(values))
+def _median_of_known(values: Sequence[float]) -> float:
+    """The median of the known (not NaN) values; 0 when no ranker could score the passage."""
+    known = sorted(v for v in values if not math.isnan(v))
+    return _median_of_sorted(known) if known else 0.0
 
 
 SUPERSEDE_WINDOW = 10

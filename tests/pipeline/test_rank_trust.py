@@ -115,6 +115,16 @@ def test_one_rankers_outlier_neither_makes_a_passage_sure_nor_unsure() -> None:
     assert confidence[4] < 0.1
 
 
+def test_a_passage_a_ranker_could_not_score_is_judged_by_the_others() -> None:
+    # Not embedded yet (NaN from the bi-encoders): the lexical ranker alone says how sure.
+    nan = float("nan")
+    rows = [
+        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0, {"dense": d, "context": d, "lexical": x})
+        for i, (d, x) in enumerate([(0.9, 2.0), (nan, 2.0), (0.1, 0.0), (nan, 0.0)])
+    ]
+    assert ranking_confidence(rows, unseen=10) == [1.0, 1.0, 0.0, 0.0]
+
+
 @given(
     st.lists(st.tuples(st.floats(-5, 5), st.floats(0, 9)), min_size=1, max_size=30),
     st.integers(0, 10_000),
