@@ -15,6 +15,7 @@ answering (its TZ), compared in UTC.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
@@ -152,11 +153,30 @@ class DateRange:
     """A span of time a query refers to: `start` inclusive, `end` exclusive.
 
     `expression` is the text that was read (e.g. "last week"), an exact slice of the query.
+    `recurs`: a day or month named without a year ("in February", "on May 8th") — the same
+    span a year later is as good a reading (see `next_occurrence`).
     """
 
     start: datetime
     end: datetime
     expression: str = ""
+    recurs: bool = dataclasses.field(default=False, compare=False)
+
+
+def next_occurrence(span: DateRange) -> DateRange | None:
+    """A recurring span one year later (None for a span that does not recur, or 29 February
+    in a year without one)."""
+    if not span.recurs:
+        return None
+    try:
+        return DateRange(
+            span.start.replace(year=span.start.year + 1),
+            span.end.replace(year=span.end.year + 1),
+            span.expression,
+            recurs=True,
+        )
+    except ValueError:
+        return None
 
 
 _MONTHS: dict[str, int] = {
@@ -243,6 +263,8 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
             if found is None:
                 continue
             found_range, begin = found
+            if kind in _NEAREST_KINDS:
+                found_range = dataclasses.replace(found_range, recurs=True)
             key = (begin, -(match.end() - begin))
             if best is None or key < (best[0], best[1]):
                 best = (key[0], key[1], found_range)

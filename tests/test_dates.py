@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.dates import DateRange, find_time_range, normalize_timestamp
+from smartsearch_mcp.dates import DateRange, find_time_range, next_occurrence, normalize_timestamp
 from smartsearch_mcp.types import InputError
 
 # A Wednesday afternoon.
@@ -151,3 +151,16 @@ def test_an_aware_timestamp_is_range_checked_in_utc_with_a_clear_error(value: st
 def test_aware_timestamps_at_the_range_edges_that_stay_inside_in_utc_are_kept() -> None:
     assert normalize_timestamp("9999-12-31T23:59:59+05:00") == "9999-12-31T18:59:59Z"
     assert normalize_timestamp("1000-01-01T00:30-01:00") == "1000-01-01T01:30:00Z"
+
+
+def test_a_day_or_month_without_a_year_recurs_and_a_dated_one_does_not() -> None:
+    reference = datetime(2026, 11, 30, 18, 0)
+    february = find_time_range("Where are we staying in February?", reference)
+    assert february is not None and february.recurs
+    coming = next_occurrence(february)
+    assert coming is not None
+    assert (coming.start, coming.end) == (datetime(2027, 2, 1), datetime(2027, 3, 1))
+    dated = find_time_range("What happened in February 2026?", reference)
+    assert dated is not None and not dated.recurs and next_occurrence(dated) is None
+    last_week = find_time_range("What did we decide last week?", reference)
+    assert last_week is not None and next_occurrence(last_week) is None

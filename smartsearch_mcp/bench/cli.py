@@ -31,6 +31,7 @@ from smartsearch_mcp.types import InputError
 log = logging.getLogger(__name__)
 
 DEFAULT_BUDGETS: tuple[int, ...] = (750, 1500, 3000, 6000)
+DEFAULT_ALPHAS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5)
 BASELINE_CHOICES = ("bm25", "full-context")
 DATA_ENV = "SMARTSEARCH_BENCH_DATA"
 
@@ -205,6 +206,14 @@ def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
         help="token budgets (default 750,1500,3000,6000 ≈ 500/1000/2000/4000 words)",
     )
     parser.add_argument(
+        "--alphas",
+        default=",".join(f"{a:g}" for a in DEFAULT_ALPHAS),
+        help="truncation thresholds compared at the default budget on the same rankings, "
+        "for the curve of tokens returned against recall (default "
+        + ",".join(f"{a:g}" for a in DEFAULT_ALPHAS)
+        + "; empty: none)",
+    )
+    parser.add_argument(
         "--embed-cache",
         metavar="FILE",
         help="reuse passage embeddings across runs: vectors by model and text, in this SQLite "
@@ -262,6 +271,7 @@ def _cmd_retrieval(
         qa=qa,
         qa_budget=args.qa_budget,
         embed_cache=Path(args.embed_cache) if args.embed_cache else None,
+        alphas=_parse_alphas(args.alphas),
     )
     out_dir = Path(args.out) if args.out else default_out_dir(args.bench, config_name)
     started = time.perf_counter()
@@ -559,6 +569,16 @@ def _qa_evaluator(args: argparse.Namespace) -> Any:
 
 def _split(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
+
+
+def _parse_alphas(value: str) -> tuple[float, ...]:
+    try:
+        alphas = sorted({float(part) for part in _split(value)})
+    except ValueError as exc:
+        raise InputError(f"alphas must be comma-separated numbers, got {value!r}") from exc
+    if any(not 0 <= a <= 1 for a in alphas):
+        raise InputError(f"alphas must be within 0..1, got {value!r}")
+    return tuple(alphas)
 
 
 def _parse_budgets(value: str) -> tuple[int, ...]:

@@ -12,6 +12,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 SMARTSEARCH = "smartsearch"
+SMARTSEARCH_FIXED = "smartsearch-fixed"  # the same ranking, the budget filled (alpha 0)
+ALPHA_PREFIX = "smartsearch@alpha="  # the same ranking cut at another threshold
 BM25 = "bm25"
 FULL_CONTEXT = "full-context"
 OVERALL = "overall"
@@ -147,7 +149,7 @@ def summarize(
 
 
 def _system_key(name: str) -> tuple[int, str]:
-    order = {SMARTSEARCH: 0, BM25: 1, FULL_CONTEXT: 2}
+    order = {SMARTSEARCH: 0, SMARTSEARCH_FIXED: 1, BM25: 2, FULL_CONTEXT: 3}
     return (order.get(name, 3), name)
 
 

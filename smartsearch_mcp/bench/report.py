@@ -8,7 +8,14 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from smartsearch_mcp.bench.metrics import BM25, FULL_CONTEXT, OVERALL, SMARTSEARCH
+from smartsearch_mcp.bench.metrics import (
+    ALPHA_PREFIX,
+    BM25,
+    FULL_CONTEXT,
+    OVERALL,
+    SMARTSEARCH,
+    SMARTSEARCH_FIXED,
+)
 from smartsearch_mcp.bench.results import LATENCY_PLOT, RECALL_PLOT, SCALE_PLOT, SUMMARY_FILE
 from smartsearch_mcp.types import InputError
 
@@ -26,7 +33,12 @@ DEVELOPMENT_SETS = {
     "locomo": "LoCoMo's shared conversations",
     "beam": "BEAM's 100K split",
 }
-SYSTEM_NAMES = {SMARTSEARCH: "SmartSearch", BM25: "BM25 (FTS5)", FULL_CONTEXT: "Full context"}
+SYSTEM_NAMES = {
+    SMARTSEARCH: "SmartSearch",
+    SMARTSEARCH_FIXED: "SmartSearch, budget filled (alpha 0)",
+    BM25: "BM25 (FTS5)",
+    FULL_CONTEXT: "Full context",
+}
 STAGE_ORDER = ("analyze", "retrieve", "dense", "expand", "rank", "truncate", "end_to_end", BM25)
 STAGE_NAMES = {"end_to_end": "end to end", BM25: "BM25 baseline"}
 PAPER_WORDS = {750: 500, 1500: 1000, 3000: 2000, 6000: 4000}
@@ -148,7 +160,7 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
     header += ["mean tokens", "mean words", "of full context"]
     lines += [_row(header), _row(["---"] * 2 + ["---:"] * (len(header) - 2))]
     for budget in budgets:
-        for system in (SMARTSEARCH, BM25):
+        for system in (SMARTSEARCH, SMARTSEARCH_FIXED, BM25):
             if system not in summary["recall"]:
                 continue
             lines.append(_system_row(summary, system, budget, f"{int(budget):,}", keys))
@@ -162,6 +174,7 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
             + [f"{candidates:,.0f} candidates" if candidates is not None else "—", "", ""]
         )
     )
+    lines += _curve_table(data, summary, h)
     lines += ["", f"{h}# Latency per question (ms)", ""]
     lines += _latency_table(data, summary)
     lines.append(_remember_line(haystacks))
@@ -181,6 +194,48 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
         shown = sorted(data["warnings"].items(), key=lambda kv: -kv[1])[:5]
         lines.append("Warnings from recall: " + "; ".join(f"{w!r} ({n}×)" for w, n in shown) + ".")
     return "\n".join(lines)
+
+
+def _curve_table(data: dict[str, Any], summary: dict[str, Any], h: str) -> list[str]:
+    """Tokens returned against recall, overall: the budget filled at each budget, then each
+    threshold compared at the default budget (`--alphas`), all on the same rankings."""
+    recall, tokens = summary["recall"], summary["tokens"]
+    alphas = sorted(
+        (float(name[len(ALPHA_PREFIX) :]), name) for name in recall if name.startswith(ALPHA_PREFIX)
+    )
+    filled = SMARTSEARCH_FIXED if SMARTSEARCH_FIXED in recall else SMARTSEARCH
+    if not alphas and filled == SMARTSEARCH:
+        return []
+    main = str(data.get("primary_budget") or "")
+    lines = ["", f"{h}# Tokens returned against recall (overall)", ""]
+    lines += [_row(["truncation", "ceiling (tokens)", "recall", "mean tokens"])]
+    lines += [_row(["---", "---:", "---:", "---:"])]
+    rows: list[tuple[float, list[str]]] = []
+    for budget in recall[filled]:
+        value, spent = recall[filled][budget][OVERALL], tokens[filled][budget]
+        rows.append((spent or 0.0, ["budget filled", f"{int(budget):,}", _fmt(value), _tok(spent)]))
+    if filled != SMARTSEARCH and main in recall[SMARTSEARCH]:
+        value, spent = recall[SMARTSEARCH][main][OVERALL], tokens[SMARTSEARCH][main]
+        rows.append(
+            (spent or 0.0, ["configured threshold", f"{int(main):,}", _fmt(value), _tok(spent)])
+        )
+    for alpha, name in alphas:
+        for budget, entry in recall[name].items():
+            if entry[OVERALL] is None:
+                continue
+            spent = tokens[name][budget]
+            rows.append(
+                (
+                    spent or 0.0,
+                    [f"alpha {alpha:g}", f"{int(budget):,}", _fmt(entry[OVERALL]), _tok(spent)],
+                )
+            )
+    lines += [_row(cells) for _, cells in sorted(rows, key=lambda r: r[0])]
+    return lines
+
+
+def _tok(value: float | None) -> str:
+    return f"{value:,.0f}" if value is not None else "—"
 
 
 def _recall_keys(summary: dict[str, Any]) -> list[str]:

@@ -17,9 +17,11 @@ from smartsearch_mcp.bench.baselines import bm25_ranking, fill_rendered
 from smartsearch_mcp.bench.datasets import Benchmark, BenchQuestion, Haystack
 from smartsearch_mcp.bench.embed_cache import EmbeddingCache
 from smartsearch_mcp.bench.metrics import (
+    ALPHA_PREFIX,
     BM25,
     FULL_CONTEXT,
     SMARTSEARCH,
+    SMARTSEARCH_FIXED,
     evidence_recall,
     word_count,
 )
@@ -52,6 +54,9 @@ class RunOptions:
     qa: QAEvaluator | None = None
     qa_budget: int | None = None
     embed_cache: Path | None = None
+    # Thresholds to compare at the default budget, on the same rankings: recall against
+    # tokens returned (the fixed budget, alpha 0, is always measured at every budget).
+    alphas: tuple[float, ...] = ()
 
 
 @dataclass
@@ -316,22 +321,27 @@ async def _evaluate(
         result = memory.pipeline.truncate(ranking, budget)
         truncate_ms[budget] = (time.perf_counter() - started) * 1000
         results[budget] = result
-        texts = [scored.candidate.passage.text for scored in result.passages]
-        found = _unique(scored.candidate.passage.turn.id for scored in result.passages)
-        ours[str(budget)] = {
-            "recall": evidence_recall(gold, found),
-            "found": [i for i in gold if i in found],
-            "returned": found,
-            "passages": len(result.passages),
-            "tokens": result.tokens_used,
-            "words": sum(word_count(text) for text in texts),
+        ours[str(budget)] = _returned(result, gold)
+    fixed = {
+        str(budget): _returned(memory.pipeline.truncate(ranking, budget, alpha=0.0), gold)
+        for budget in options.budgets
+    }
+    curve = {
+        f"{ALPHA_PREFIX}{alpha:g}": {
+            str(main_budget): _returned(
+                memory.pipeline.truncate(ranking, main_budget, alpha=alpha), gold
+            )
         }
+        for alpha in options.alphas
+    }
     candidate_ids = {c.passage.turn.id for c in ranking.candidates}
     latency = {stage: round(float(ms), 3) for stage, ms in ranking.timings_ms.items()}
     latency["truncate"] = round(truncate_ms[main_budget], 3)
     latency["end_to_end"] = round(rank_ms + truncate_ms[main_budget], 3)
 
-    systems: dict[str, dict[str, dict[str, Any]]] = {SMARTSEARCH: ours}
+    systems: dict[str, dict[str, dict[str, Any]]] = {SMARTSEARCH: ours, **curve}
+    if config.truncation.alpha > 0:  # else the adaptive system is the fixed one
+        systems[SMARTSEARCH_FIXED] = fixed
     if BM25 in options.baselines:
         started = time.perf_counter()
         ranked = await bm25_ranking(memory.store, question.question, context.scope)
@@ -390,6 +400,19 @@ async def _evaluate(
         )
         outcome["qa"]["budget"] = qa_budget
     return outcome
+
+
+def _returned(result: Any, gold: list[int]) -> dict[str, Any]:
+    """What one truncation returned, as a system's entry at one budget."""
+    found = _unique(scored.candidate.passage.turn.id for scored in result.passages)
+    return {
+        "recall": evidence_recall(gold, found),
+        "found": [i for i in gold if i in found],
+        "returned": found,
+        "passages": len(result.passages),
+        "tokens": result.tokens_used,
+        "words": sum(word_count(scored.candidate.passage.text) for scored in result.passages),
+    }
 
 
 def _unique(ids: Any) -> list[int]:

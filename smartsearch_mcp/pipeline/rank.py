@@ -14,7 +14,7 @@ import anyio
 import anyio.to_thread
 
 from smartsearch_mcp.config import RankConfig
-from smartsearch_mcp.dates import DateRange
+from smartsearch_mcp.dates import DateRange, next_occurrence
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.retrieve import in_time_range, range_bounds
 from smartsearch_mcp.types import Candidate, Scored
@@ -159,54 +159,84 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
 # Rankers that are priors rather than evidence of relevance: they do not make a passage
 # more certain (the speaker flag is 1 for every turn of the named person).
 PRIOR_RANKERS = frozenset({"speaker"})
+# What a passage a ranker never saw scores: a lexical ranker gives 0 to every passage it did
+# not retrieve (nothing matched). For other rankers (similarities) it is taken to be the
+# weakest candidate's score: the candidates hold each channel's best passages.
+RANKER_FLOORS: Mapping[str, float] = {"lexical": 0.0, "bm25": 0.0}
 
 
-def ranking_confidence(scored: Sequence[Scored]) -> list[float]:
+def ranking_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[float]:
     """How sure the ranking is of each passage, in [0, 1], in `scored`'s order.
 
     Fused RRF scores are ranks, not confidence: every query has a first passage. Instead each
-    ranker's own scores (cosine, BM25, the grep score...) are calibrated over this query's
-    candidates — 0 at the median candidate, 1 at that ranker's best — and averaged over the
-    rankers. A passage every ranker puts well above the typical candidate is near 1; one a
-    single ranker likes, or that only matches like everything else does, is low. A precise
-    question has one or a few passages far above the rest; a vague one has many alike.
-    Without per-ranker scores the fused score is calibrated the same way. Passages that
-    carry a confidence already (see `with_confidence`) keep it.
+    ranker's own scores (cosine, BM25, the grep score...) are calibrated — 0 at the median
+    passage of the scope, 1 at that ranker's best — and a passage is as sure as the middle
+    ranker says (the median over the rankers that could score it: agreement; one ranker's
+    outlier neither makes a passage sure nor unsure; a passage not embedded yet is judged by
+    the others). `unseen` is how many passages of the scope are not among the
+    candidates: they count in each ranker's median at that ranker's floor (`RANKER_FLOORS`),
+    so that with three matching turns out of twenty the third is not "typical" merely for
+    being the median of three. A precise question has one or a few passages far above the
+    rest; a vague one has many alike. Without per-ranker scores the fused score is calibrated
+    the same way. Passages that carry a confidence already (see `with_confidence`) keep it.
     """
     if not scored:
         return []
     if all(item.confidence is not None for item in scored):
         return [float(item.confidence) for item in scored]  # type: ignore[arg-type]
     names = sorted({n for item in scored for n in item.ranker_scores} - PRIOR_RANKERS)
-    columns = [[item.ranker_scores.get(n, math.nan) for item in scored] for n in names]
+    columns = {n: [item.ranker_scores.get(n, math.nan) for item in scored] for n in names}
     if not columns:
-        columns = [[item.score for item in scored]]
-    calibrated = [_above_median(column) for column in columns]
-    return [sum(values) / len(values) for values in zip(*calibrated, strict=True)]
+        columns = {"": [item.score for item in scored]}
+    calibrated = [
+        _above_median(column, max(0, unseen), RANKER_FLOORS.get(name))
+        for name, column in columns.items()
+    ]
+    return [_median_of_known(values) for values in zip(*calibrated, strict=True)]
 
 
-def with_confidence(scored: Sequence[Scored]) -> list[Scored]:
+def with_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[Scored]:
     """`scored` with each passage's `ranking_confidence` attached (computed once, right after
     fusion, so that later adjustments can carry it: see `credit_replied_turns`)."""
-    values = ranking_confidence([dataclasses.replace(item, confidence=None) for item in scored])
+    plain = [dataclasses.replace(item, confidence=None) for item in scored]
+    values = ranking_confidence(plain, unseen)
     return [
         dataclasses.replace(item, confidence=value)
         for item, value in zip(scored, values, strict=True)
     ]
 
 
-def _above_median(values: Sequence[float]) -> list[float]:
-    """Each value's place between the median (0) and the best (1) of `values`, clipped;
-    unknown (NaN) values are 0."""
+def _above_median(values: Sequence[float], unseen: int, floor: float | None) -> list[float]:
+    """Each value's place between the median (0) and the best (1) of `values` plus `unseen`
+    values at `floor` (default: the lowest of `values`), clipped; unknown (NaN) values stay
+    unknown: the ranker has no say on them."""
     known = sorted(v for v in values if math.isfinite(v))
     if not known:
-        return [0.0] * len(values)
-    middle = len(known) // 2
-    median = known[middle] if len(known) % 2 else (known[middle - 1] + known[middle]) / 2
+        return [math.nan] * len(values)
+    low = known[0] if floor is None else min(floor, known[0])
+    total = unseen + len(known)
+
+    def at(k: int) -> float:  # the k-th smallest of `unseen` x low followed by `known`
+        return low if k < unseen else known[k - unseen]
+
+    median = at(total // 2) if total % 2 else (at(total // 2 - 1) + at(total // 2)) / 2
     span = known[-1] - median
     if span <= 0:
-        return [1.0 if math.isfinite(v) and v >= known[-1] else 0.0 for v in values]
-    return [min(1.0, max(0.0, (v - median) / span)) if math.isfinite(v) else 0.0 for v in values]
+        return [(1.0 if v >= known[-1] else 0.0) if math.isfinite(v) else math.nan for v in values]
+    return [
+        min(1.0, max(0.0, (v - median) / span)) if math.isfinite(v) else math.nan for v in values
+    ]
+
+
+def _median_of_sorted(values: Sequence[float]) -> float:
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
+
+
+def _median_of_known(values: Sequence[float]) -> float:
+    """The median of the known (not NaN) values; 0 when no ranker could score the passage."""
+    known = sorted(v for v in values if not math.isnan(v))
+    return _median_of_sorted(known) if known else 0.0
 
 
 SUPERSEDE_WINDOW = 10
@@ -267,14 +297,21 @@ def prefer_time_range(
     ranked order; and a warning when none is inside (the ranking is then unchanged).
 
     A passage is inside when its turn was said in the range or its text names a date in it
-    (`retrieve.in_time_range`). Inside passages are raised by the best score so that scores
-    stay sorted: "What did we decide last week?" is about last week, however well an older
-    decision matches the words.
+    (`retrieve.in_time_range`); for a day or month named without a year, when nothing is
+    inside its last occurrence, the next one is tried. Inside passages are raised by the best
+    score so that scores stay sorted: "What did we decide last week?" is about last week,
+    however well an older decision matches the words.
     """
     if time_range is None or not scored:
         return list(scored), None
     bounds = range_bounds(time_range)
     inside = [in_time_range(item.candidate.passage, bounds) for item in scored]
+    upcoming = next_occurrence(time_range)
+    if not any(inside) and upcoming is not None:
+        # "Where are we staying in February?" asked in November: last February holds
+        # nothing, the coming one may (a plan, a booking)
+        coming = range_bounds(upcoming)
+        inside = [in_time_range(item.candidate.passage, coming) for item in scored]
     if not any(inside):
         when = time_range.expression or "the question's dates"
         return list(scored), (
@@ -300,12 +337,16 @@ def _mean_of_best(values: Sequence[float], top_n: int) -> float:
 
 
 def order_candidates(
-    candidates: Sequence[Candidate], scores: Mapping[str, Sequence[float]], rank: RankConfig
+    candidates: Sequence[Candidate],
+    scores: Mapping[str, Sequence[float]],
+    rank: RankConfig,
+    unseen: int = 0,
 ) -> list[Scored]:
     """The candidates best first: the rankers' `scores` fused (`fuse`, weighted by
-    `rank.weights`) with their confidence (`with_confidence`), then session support and
-    reply credit (which carries the confidence)."""
+    `rank.weights`) with their confidence (`with_confidence`; `unseen`: passages of the
+    scope that are not candidates), then session support and reply credit (which carries
+    the confidence)."""
     weights = {name: rank.weights.get(name, 1.0) for name in scores}
-    fused = with_confidence(fuse(candidates, scores, rank.rrf_k, weights))
+    fused = with_confidence(fuse(candidates, scores, rank.rrf_k, weights), unseen)
     fused = add_session_support(fused, rank.session_weight, rank.session_top, rank.session_window)
     return credit_replied_turns(fused, rank.reply_credit)

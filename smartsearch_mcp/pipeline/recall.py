@@ -168,9 +168,12 @@ class RecallPipeline:
         ranking = await self.rank(query, scope, reference)
         return await off_loop(self._limiter, self.truncate, ranking, max_tokens)
 
-    def truncate(self, ranking: Ranking, max_tokens: int) -> RecallResult:
+    def truncate(
+        self, ranking: Ranking, max_tokens: int, alpha: float | None = None
+    ) -> RecallResult:
         """Stage 5: score-adaptive truncation of a ranking to `max_tokens` (CPU-bound:
-        counts the candidates' tokens)."""
+        counts the candidates' tokens). `alpha` replaces `truncation.alpha` (benchmarks
+        compare thresholds on one ranking; 0: fill the budget)."""
         started = time.perf_counter()
         cfg = self.config.truncation
         # top_k is meant for the default budget; a larger budget may keep proportionally more.
@@ -181,7 +184,7 @@ class RecallPipeline:
         # The threshold is for the default budget: a caller asking for more than that asks
         # for more context, and gets the budget filled (measured: LoCoMo at 6,000 tokens
         # lost 2.4 points with the threshold even scaled down).
-        alpha = cfg.alpha if max_tokens <= cfg.max_tokens else 0.0
+        alpha = (cfg.alpha if alpha is None else alpha) if max_tokens <= cfg.max_tokens else 0.0
         warnings = list(ranking.warnings)
 
         def cut_with(notes: list[str]) -> Truncation:
@@ -486,8 +489,11 @@ class RecallPipeline:
             scores["lexical"] = [c.lexical_score for c in candidates]
             if "lexical" not in scorers and not run.loading:
                 run.warnings.append("no learned ranker available; ranked by lexical scores only")
+        # Passages of the scope that are not candidates (at least: a streamed or indexed
+        # corpus holds only some of them) calibrate the confidence as well.
+        unseen = len(corpus.passages) - len(candidates)
         ordered = await off_loop(
-            self._limiter, order_candidates, candidates, scores, self.config.rank
+            self._limiter, order_candidates, candidates, scores, self.config.rank, unseen
         )
         supersede = self.config.rank.supersede
         if supersede > 0 and passage_vectors is not None:

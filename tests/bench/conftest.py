@@ -100,10 +100,16 @@ class FakePipeline:
         scored = [Scored(c, c.lexical_score) for c in candidates]
         return FakeRanking(scored, candidates)
 
-    def truncate(self, ranking: FakeRanking, max_tokens: int) -> RecallResult:
+    def truncate(
+        self, ranking: FakeRanking, max_tokens: int, alpha: float | None = None
+    ) -> RecallResult:
+        """Greedy word fill; with `alpha` > 0 only passages scoring at least alpha x the best."""
         kept: list[Scored] = []
         used = 0
+        best = ranking.scored[0].score if ranking.scored else 0.0
         for scored in ranking.scored:
+            if alpha and scored.score < alpha * best:
+                break
             cost = len(scored.candidate.passage.text.split())
             if used + cost > max_tokens:
                 break

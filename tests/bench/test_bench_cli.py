@@ -44,7 +44,10 @@ def test_locomo_bench_end_to_end_writes_results_summary_and_plots(
         assert (out / plot).read_bytes()[:8] == PNG_MAGIC
     assert "| 1,500 | BM25 (FTS5) |" in (out / "summary.md").read_text()
     assert data["budgets"] == [750, 1500, 3000, 6000]
-    assert set(data["summary"]["recall"]) == {"smartsearch", "bm25", "full-context"}
+    ours = {"smartsearch", "smartsearch-fixed"} | {
+        f"smartsearch@alpha={a}" for a in ("0.1", "0.2", "0.3", "0.5")
+    }
+    assert set(data["summary"]["recall"]) == {*ours, "bm25", "full-context"}
     assert_recall_in_unit_interval(data)
     assert len(data["questions"]) == 5
     first = data["questions"][0]

@@ -51,10 +51,24 @@ def test_results_json_holds_config_machine_and_every_question(results_dir: Path)
     assert len(data["questions"]) == 5
     assert data["command"].startswith("smartsearch-mcp bench locomo ")
     recall = data["summary"]["recall"]
-    assert set(recall) == {"smartsearch", "bm25", "full-context"}
+    alphas = {f"smartsearch@alpha={a}" for a in ("0.1", "0.2", "0.3", "0.5")}
+    assert set(recall) == {"smartsearch", "smartsearch-fixed", "bm25", "full-context", *alphas}
     for system in recall.values():
         for by_category in system.values():
             assert all(v is None or 0.0 <= v <= 1.0 for v in by_category.values())
+
+
+def test_summary_shows_tokens_returned_against_recall(results_dir: Path) -> None:
+    summary = (results_dir / "summary.md").read_text()
+    curve = summary.split("# Tokens returned against recall (overall)")[1].split("#")[0]
+    rows = [line for line in curve.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[0] == "| truncation | ceiling (tokens) | recall | mean tokens |"
+    kinds = [row.split(" | ")[0] for row in rows[1:]]
+    assert kinds.count("| budget filled") == 2
+    assert {"| configured threshold", "| alpha 0.1", "| alpha 0.5"} <= set(kinds)
+    tokens = [float(row.split(" | ")[3].rstrip(" |").replace(",", "")) for row in rows[1:]]
+    assert tokens == sorted(tokens)  # a curve: by tokens returned
+    assert "| 1,000 | SmartSearch, budget filled (alpha 0) |" in summary
 
 
 def test_summary_shows_ours_bm25_and_full_context_side_by_side(results_dir: Path) -> None:

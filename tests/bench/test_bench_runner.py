@@ -45,6 +45,22 @@ async def test_each_question_is_ranked_once_and_truncated_at_every_budget(fake_p
     assert first["reference"] == "2023-05-25T13:14:00"
 
 
+async def test_the_same_ranking_is_also_cut_with_the_budget_filled_and_at_each_threshold(
+    fake_pool: Any,
+) -> None:
+    output = await run_locomo(fake_pool, alphas=(0.5, 0.95))
+
+    assert len(fake_pool.opened[0].pipeline.calls) == 6  # still ranked once per question
+    for outcome in output.outcomes:
+        systems = outcome["systems"]
+        assert set(systems["smartsearch-fixed"]) == {"20", "1000"}
+        assert set(systems["smartsearch@alpha=0.5"]) == set(systems["smartsearch@alpha=0.95"])
+        assert set(systems["smartsearch@alpha=0.95"]) == {"1000"}  # the default budget's
+        tight, loose = systems["smartsearch@alpha=0.95"]["1000"], systems["smartsearch@alpha=0.5"]
+        assert tight["passages"] <= loose["1000"]["passages"]
+        assert loose["1000"]["passages"] <= systems["smartsearch-fixed"]["1000"]["passages"]
+
+
 async def test_gold_dia_ids_map_to_the_remembered_turns(fake_pool: Any) -> None:
     output = await run_locomo(fake_pool)
 

@@ -20,13 +20,22 @@ def lexical_run():
 
 def test_the_shipped_memories_are_small_and_labelled() -> None:
     memories = load_memories()
-    assert 3 <= len(memories) <= 4
+    assert 6 <= len(memories) <= 10
     for memory in memories:
         turns = {f"{s['id']}#{i}" for s in memory["sessions"] for i in range(len(s["turns"]))}
         assert 12 <= len(turns) <= 25
         assert 6 <= len(memory["questions"]) <= 10
         assert all(set(q["gold"]) <= turns for q in memory["questions"])
         assert memory["contentless"] and memory["vague"]
+
+
+def test_the_memories_mix_assistant_chats_and_chats_between_people() -> None:
+    kinds = set()
+    for memory in load_memories():
+        roles = {turn[0] for session in memory["sessions"] for turn in session["turns"]}
+        speakers = {turn[1] for session in memory["sessions"] for turn in session["turns"]}
+        kinds.add("assistant" if "assistant" in roles else f"{len(speakers)} people")
+    assert "assistant" in kinds and "2 people" in kinds
 
 
 def test_contentless_queries_return_nothing(lexical_run) -> None:
@@ -44,10 +53,11 @@ def test_the_returned_text_stays_within_the_default_budget(lexical_run) -> None:
 
 def test_precise_questions_find_their_answer_lexically_most_of_the_time(lexical_run) -> None:
     _, _, summary = lexical_run
-    # Measured 0.90 returned / 0.55 first with the lexical preset; some answers share no
-    # word with their question ("my dog" / "my beagle"), which only the bi-encoder bridges.
+    # Measured 0.85 returned / 0.51 first with the lexical preset (7 memories); some answers
+    # share no word with their question ("my dog" / "my beagle"), which only the bi-encoder
+    # bridges, and superseded facts often come first.
     assert summary["answer_returned"] >= 0.8
-    assert summary["answer_first"] >= 0.5
+    assert summary["answer_first"] >= 0.45
 
 
 def test_a_file_of_another_shape_is_refused_with_a_pointer(tmp_path) -> None:

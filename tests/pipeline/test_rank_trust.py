@@ -74,10 +74,67 @@ def test_confidence_is_high_where_every_ranker_agrees_and_low_for_the_typical_ca
     assert confidence[3] == confidence[4] == 0.0
 
 
-@given(st.lists(st.floats(-5, 5), min_size=1, max_size=30))
-def test_confidence_is_always_between_0_and_1(values: list[float]) -> None:
-    rows = [Scored(Candidate(make_passage(i, "t"), 1.0), v, {"x": v}) for i, v in enumerate(values)]
-    assert all(0.0 <= c <= 1.0 for c in ranking_confidence(rows))
+def lexical_rows(scores: list[float]) -> list[Scored]:
+    return [
+        Scored(Candidate(make_passage(i, "t"), s), s, {"lexical": s}) for i, s in enumerate(scores)
+    ]
+
+
+def test_three_matching_turns_out_of_twenty_are_all_fairly_sure() -> None:
+    # "What did the vet say about Biscuit's paw?": two turns match two words, the answer one
+    # word less; the 17 turns that match nothing are the typical passage, not the third match.
+    rows = lexical_rows([3.25, 3.25, 2.17])
+    alone = ranking_confidence(rows)
+    assert alone[2] == 0.0  # the median of three matches is no background
+    in_scope = ranking_confidence(rows, unseen=17)
+    assert in_scope[:2] == [1.0, 1.0]
+    assert in_scope[2] == 2.17 / 3.25
+
+
+def test_unseen_passages_of_a_similarity_ranker_count_as_its_weakest_candidate() -> None:
+    rows = [
+        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0, {"dense": d})
+        for i, d in enumerate([0.9, 0.5, 0.4, 0.3])
+    ]
+    assert ranking_confidence(rows, unseen=10)[1] == (0.5 - 0.3) / (0.9 - 0.3)
+
+
+def test_one_rankers_outlier_neither_makes_a_passage_sure_nor_unsure() -> None:
+    scores = {  # passage 1 only the dense ranker likes; passage 0 all but bm25 like
+        "dense": [0.9, 0.9, 0.1, 0.1, 0.1],
+        "lexical": [4.0, 0.0, 0.0, 0.0, 0.1],
+        "bm25": [0.0, 0.0, 0.0, 0.0, 2.0],
+    }
+    rows = [
+        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0, {n: v[i] for n, v in scores.items()})
+        for i in range(5)
+    ]
+    confidence = ranking_confidence(rows)
+    assert confidence[0] == 1.0
+    assert confidence[1] == 0.0
+    assert confidence[4] < 0.1
+
+
+def test_a_passage_a_ranker_could_not_score_is_judged_by_the_others() -> None:
+    # Not embedded yet (NaN from the bi-encoders): the lexical ranker alone says how sure.
+    nan = float("nan")
+    rows = [
+        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0, {"dense": d, "context": d, "lexical": x})
+        for i, (d, x) in enumerate([(0.9, 2.0), (nan, 2.0), (0.1, 0.0), (nan, 0.0)])
+    ]
+    assert ranking_confidence(rows, unseen=10) == [1.0, 1.0, 0.0, 0.0]
+
+
+@given(
+    st.lists(st.tuples(st.floats(-5, 5), st.floats(0, 9)), min_size=1, max_size=30),
+    st.integers(0, 10_000),
+)
+def test_confidence_is_always_between_0_and_1(values: list[tuple[float, float]], unseen) -> None:
+    rows = [
+        Scored(Candidate(make_passage(i, "t"), 1.0), v, {"x": v, "lexical": x})
+        for i, (v, x) in enumerate(values)
+    ]
+    assert all(0.0 <= c <= 1.0 for c in ranking_confidence(rows, unseen))
 
 
 def test_a_credited_user_turn_is_as_certain_as_the_reply_that_lifted_it() -> None:

@@ -178,6 +178,70 @@ async def test_what_we_decided_last_week_ranks_the_turn_from_last_week_first(sto
     assert not any("falls in" in w for w in result.warnings)
 
 
+@pytest.mark.parametrize(
+    ("question", "session", "answer"),
+    [
+        ("What did we decide in October?", "s1", "decided on Lisbon"),  # 26 October
+        ("What did we decide 3 weeks ago?", "s2", "budget"),  # 10 November
+        ("What did we decide last week?", "s3", "moved the February trip"),  # 25 November
+    ],
+)
+async def test_every_turn_inside_the_range_outranks_every_turn_outside(
+    store, question, session, answer
+):
+    await _remember(store)
+    result = await _pipeline(store).recall(question, SCOPE, 1500, NOW)
+    sessions = [s.candidate.passage.turn.session_id for s in result.passages]
+    inside = [i for i, name in enumerate(sessions) if name == session]
+    assert inside and inside == list(range(len(inside)))  # all inside first, then the rest
+    assert answer in result.passages[0].candidate.passage.text
+    assert not any("falls in" in w for w in result.warnings)
+
+
+async def test_a_month_without_a_year_is_the_coming_one_when_the_last_holds_nothing(store):
+    await _remember(store)  # asked on 30 November: last February holds nothing
+    result = await _pipeline(store).recall("Where does the trip go in February?", SCOPE, 1500, NOW)
+    assert not any("falls in" in w for w in result.warnings)
+    texts = [s.candidate.passage.text for s in result.passages]
+    assert "a trip in February" in texts[0]  # the plan for the coming February, inside
+    assert len(texts) > 1  # the others from any time follow
+
+
+async def test_a_month_without_a_year_still_warns_when_neither_occurrence_holds_anything(store):
+    await _remember(store)
+    result = await _pipeline(store).recall("What did we decide in July?", SCOPE, 1500, NOW)
+    assert result.passages
+    assert any("nothing recalled falls in 'July'" in w for w in result.warnings)
+
+
+async def test_yesterday_means_the_day_before_now_not_the_latest_turn(store):
+    await _remember(store)
+    await store.remember(
+        "ns",
+        "s4",
+        [
+            TurnInput(
+                "The plumber fixed the leak under the sink.",
+                "Dana",
+                timestamp="2026-11-29T10:00:00",
+            )
+        ],
+    )
+    await store.remember(
+        "ns",
+        "s5",
+        [
+            TurnInput(
+                "The plumber sent the invoice for the sink.",
+                "Dana",
+                timestamp="2026-11-30T09:00:00",
+            )
+        ],
+    )
+    result = await _pipeline(store).recall("What did the plumber do yesterday?", SCOPE, 1500, NOW)
+    assert result.passages[0].candidate.passage.turn.session_id == "s4"
+
+
 async def test_a_turn_that_mentions_a_date_in_the_range_counts_as_inside(store):
     await store.remember(
         "ns",
@@ -252,3 +316,55 @@ async def test_the_threshold_stops_early_at_the_default_budget_but_not_above_it(
     assert default.stop_reason == "threshold"
     assert len(default.passages) < len(larger.passages)
     assert larger.stop_reason == "exhausted"
+    filled = pipeline.truncate(ranking, 1500, alpha=0.0)  # what benchmarks compare against
+    assert filled.stop_reason == "exhausted" and len(filled.passages) == len(larger.passages)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(query=st.text(alphabet=" \t\n?!.,;:…-—'\"()[]*#@&%~^_+=<>/|\\😀👍🙏✨", max_size=12))
+async def test_punctuation_symbols_and_emoji_alone_never_return_passages(store, query):
+    if not (await store.scope_turns(SCOPE)):
+        await _remember(store)
+    result = await _pipeline(store).recall(query, SCOPE, 1500, NOW)
+    assert result.passages == []
+    assert result.warnings
+
+
+WORDS = ["trip", "Porto", "Lisbon", "vet", "paw", "Biscuit", "budget", "Airbnb", "February"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=FIXTURE_OK)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from([*WORDS, "the", "we", "booked", "moved", "said"]), max_size=12),
+        min_size=1,
+        max_size=20,
+    ),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+    budget=st.integers(min_value=100, max_value=1500),
+)
+async def test_the_same_question_over_the_same_memory_always_gets_the_same_answer(
+    tmp_path_factory, texts, query, budget
+):
+    path = tmp_path_factory.mktemp("det") / "m.db"
+    store = await SQLiteStore.open(path)
+    try:
+        turns = [
+            TurnInput(" ".join(words) or "ok", f"P{i % 3}", timestamp=f"2026-11-{1 + i:02d}")
+            for i, words in enumerate(texts)
+        ]
+        await store.remember("ns", "s", turns)
+
+        def answer(result: Any) -> list[tuple[Any, ...]]:
+            return [
+                (s.candidate.passage.key, s.score, c)
+                for s, c in zip(result.passages, result.confidence, strict=True)
+            ] + [(result.stop_reason, result.tokens_used, result.score_at_cut)]
+
+        warm = _pipeline(store)
+        first = answer(await warm.recall(query, SCOPE, budget, NOW))
+        again = answer(await warm.recall(query, SCOPE, budget, NOW))  # caches filled
+        fresh = answer(await _pipeline(store).recall(query, SCOPE, budget, NOW))
+        assert first == again == fresh
+    finally:
+        await store.close()
