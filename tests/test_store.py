@@ -69,10 +69,10 @@ async def test_duplicate_turns_are_skipped_counted_and_mapped_to_the_stored_id(s
 
 
 async def test_a_turn_resent_later_without_a_timestamp_is_a_duplicate(store, monkeypatch):
-    from smartsearch_mcp.store import sqlite as module
+    from smartsearch_mcp.store import turns as module
 
     first = await store.remember("ns", "s1", [TurnInput("retry me", "A")])
-    monkeypatch.setattr(module, "_now", lambda: "2031-01-01T00:00:00Z")  # a later call
+    monkeypatch.setattr(module, "now", lambda: "2031-01-01T00:00:00Z")  # a later call
     again = await store.remember("ns", "s1", [TurnInput("retry me", "A")])
     assert again.ids == first.ids and again.duplicates_skipped == 1
     assert (await store.stats()).turns == 1
