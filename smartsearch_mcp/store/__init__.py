@@ -4,8 +4,63 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from smartsearch_mcp.store.base import MemoryStore, Store
-from smartsearch_mcp.store.sqlite import SQLiteStore
+from smartsearch_mcp.store.files import DatabaseError
+from smartsearch_mcp.store.postgres_url import is_postgres_url, mask_url
+from smartsearch_mcp.store.sqlite import DEFAULT_MAX_CALL_CHARS, SQLiteStore
 from smartsearch_mcp.store.turns import check_name
 
-__all__ = ["MemoryStore", "SQLiteStore", "Store", "check_name"]
+__all__ = [
+    "MemoryStore",
+    "SQLiteStore",
+    "Store",
+    "check_name",
+    "describe_database",
+    "is_postgres_url",
+    "open_store",
+]
+
+POSTGRES_EXTRA = "pip install -e '.[postgres]' (or pip install 'smartsearch-mcp[postgres]')"
+
+
+async def open_store(
+    target: str | Path,
+    *,
+    busy_timeout_ms: int = 30_000,
+    max_turns_per_call: int = 10_000,
+    max_text_chars: int = 1_000_000,
+    read_only: bool = False,
+    max_call_chars: int = DEFAULT_MAX_CALL_CHARS,
+) -> Store:
+    """The store at `target`: PostgreSQL for a `postgresql://` (or `postgres://`) URL, else
+    the SQLite file at that path (or ":memory:"). `busy_timeout_ms` is SQLite's."""
+    if is_postgres_url(target):
+        try:
+            from smartsearch_mcp.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise DatabaseError(
+                f"{mask_url(str(target))} is a PostgreSQL database, and the PostgreSQL driver "
+                f"is not installed: {POSTGRES_EXTRA}"
+            ) from exc
+        return await PostgresStore.open(
+            str(target).strip(),
+            max_turns_per_call=max_turns_per_call,
+            max_text_chars=max_text_chars,
+            read_only=read_only,
+            max_call_chars=max_call_chars,
+        )
+    return await SQLiteStore.open(
+        target,
+        busy_timeout_ms=busy_timeout_ms,
+        max_turns_per_call=max_turns_per_call,
+        max_text_chars=max_text_chars,
+        read_only=read_only,
+        max_call_chars=max_call_chars,
+    )
+
+
+def describe_database(target: str | Path) -> str:
+    """How to name `target` in a message: a URL without its password, a path as given."""
+    return mask_url(str(target)) if is_postgres_url(target) else str(target)
