@@ -77,10 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except sqlite3.Error as exc:  # e.g. corruption SQLite found in the middle of a command
+        from smartsearch_mcp.store import describe_database
         from smartsearch_mcp.store.files import describe_error
 
         db = args.db or os.environ.get("SMARTSEARCH_DB") or "(the database)"
-        print(f"error: {describe_error(db, exc)}", file=sys.stderr)
+        print(f"error: {describe_error(describe_database(db), exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -334,7 +335,8 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--db",
         default=default,
-        help="database file (default: $SMARTSEARCH_DB, else the user data dir); ':memory:' works",
+        help="database file, or a postgresql://user@host/dbname URL for a memory a team shares "
+        "(default: $SMARTSEARCH_DB, else the user data dir); ':memory:' works",
     )
     parser.add_argument(
         "--config",
@@ -408,6 +410,7 @@ def resolve_namespace(args: argparse.Namespace, config: Config) -> str:
 def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.server import create_server, http_app
     from smartsearch_mcp.stdio_transport import run_stdio
+    from smartsearch_mcp.store import describe_database
 
     access = None
     if args.http:
@@ -437,12 +440,13 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
         preload_models=not args.no_preload,
         cli_socket=not args.no_cli_socket,
     )
-    log.info("serving %s (config: %s; %s)", db, config.source, choice.describe())
+    log.info("serving %s (config: %s; %s)", describe_database(db), config.source, choice.describe())
     if access is not None:
         _serve_http(args, http_app(server, access), access, limits, sockets)
         return 0
     _announce(
-        f"smartsearch-mcp {__version__} serving MCP over stdio: database {db}, config "
+        f"smartsearch-mcp {__version__} serving MCP over stdio: database "
+        f"{describe_database(db)}, config "
         f"{config.source}, namespace {namespace or config.scope.default_namespace} "
         "(Ctrl-C stops it)"
     )
@@ -455,9 +459,9 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
 
 async def _check_database(db: str, config: Config) -> None:
     """Open (creating or migrating) and close the database: errors surface before serving."""
-    from smartsearch_mcp.store import SQLiteStore
+    from smartsearch_mcp.store import open_store
 
-    store = await SQLiteStore.open(db, busy_timeout_ms=config.store.busy_timeout_ms)
+    store = await open_store(db, busy_timeout_ms=config.store.busy_timeout_ms)
     await store.close()
 
 
@@ -761,10 +765,11 @@ def _cmd_hook(args: argparse.Namespace) -> int:
         event_namespace,
         parse_event,
     )
-    from smartsearch_mcp.store import SQLiteStore
+    from smartsearch_mcp.store import describe_database, is_postgres_url, open_store
 
     db = args.db or os.environ.get("SMARTSEARCH_DB") or ""
-    log_file = Path(db).expanduser().parent if db and db != ":memory:" else default_db_path().parent
+    local = db and db != ":memory:" and not is_postgres_url(db)
+    log_file = Path(db).expanduser().parent if local else default_db_path().parent
     handler = _hook_log_handler(log_file / "hooks.log")
     try:
         config = load_config(args)
@@ -782,7 +787,7 @@ def _cmd_hook(args: argparse.Namespace) -> int:
         ).namespace
 
         async def run() -> None:
-            store = await SQLiteStore.open(
+            store = await open_store(
                 db,
                 busy_timeout_ms=config.store.busy_timeout_ms,
                 max_turns_per_call=config.store.max_turns_per_call,
@@ -809,7 +814,12 @@ def _cmd_hook(args: argparse.Namespace) -> int:
     except sqlite3.Error as exc:  # e.g. corruption met while storing
         from smartsearch_mcp.store.files import describe_error
 
-        log.error("hook %s %s failed: %s", args.client, args.event, describe_error(db, exc))
+        log.error(
+            "hook %s %s failed: %s",
+            args.client,
+            args.event,
+            describe_error(describe_database(db), exc),
+        )
     except Exception:  # a hook must never fail the agent: record and carry on
         log.exception("hook %s %s failed", args.client, args.event)
     finally:
@@ -986,20 +996,20 @@ def _private_output(path: str) -> Any:
 
 def _cmd_export(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.memory import elsewhere_hint
-    from smartsearch_mcp.store import SQLiteStore
+    from smartsearch_mcp.store import SQLiteStore, Store, open_store
 
     async def run() -> int:
         db = resolve_db(args, config)
-        source = await SQLiteStore.open(
-            db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True
-        )
+        source = await open_store(db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True)
         with tempfile.TemporaryDirectory() as tmp:
-            snapshot_path = Path(tmp) / "snapshot.db"
-            try:
-                await source.backup(snapshot_path)  # consistent even while a server writes
-            finally:
-                await source.close()
-            snapshot = await SQLiteStore.open(snapshot_path)
+            snapshot: Store = source  # PostgreSQL: iter_turns reads one consistent snapshot
+            if isinstance(source, SQLiteStore):
+                snapshot_path = Path(tmp) / "snapshot.db"
+                try:
+                    await source.backup(snapshot_path)  # consistent even while a server writes
+                finally:
+                    await source.close()
+                snapshot = await SQLiteStore.open(snapshot_path)
             namespace = None if args.all else resolve_namespace(args, config)
             count = 0
             try:
@@ -1052,32 +1062,33 @@ def _cmd_stats(args: argparse.Namespace, config: Config) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
-    from smartsearch_mcp.store import SQLiteStore
+    from smartsearch_mcp.store import describe_database, is_postgres_url, open_store
 
     ok = True
     db = resolve_db(args, config)
+    shown = describe_database(db)
     print(f"smartsearch-mcp {__version__}; python {sys.version.split()[0]}")
     print(f"config: {config.source}")
     print(f"namespace here: {namespace_choice(args, config).describe()}")
 
     async def check_db() -> list[str]:
         # Read-only: doctor reports on the database as it is, never creates or changes it.
-        store = await SQLiteStore.open(
-            db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True
-        )
+        store = await open_store(db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True)
         try:
             problems = await store.integrity_check()
             try:
                 stats = await store.stats()
-                print(f"database: {db} — {stats.turns} turns, schema v{stats.schema_version}")
+                print(f"database: {shown} — {stats.turns} turns, schema v{stats.schema_version}")
             except sqlite3.DatabaseError as exc:
                 problems.append(f"reading the turns: {exc}")
             return problems
         finally:
             await store.close()
 
-    if db != ":memory:" and not Path(db).expanduser().exists():
-        print(f"database: {db} does not exist yet (the first remember, import or serve creates it)")
+    if db != ":memory:" and not is_postgres_url(db) and not Path(db).expanduser().exists():
+        print(
+            f"database: {shown} does not exist yet (the first remember, import or serve creates it)"
+        )
     else:
         try:
             problems = anyio.run(check_db)
@@ -1211,9 +1222,12 @@ def executable() -> list[str]:
 
 
 def _options(db: str | None, config: str | None, namespace: str | None) -> list[str]:
+    from smartsearch_mcp.store.postgres_url import is_postgres_url
+
     options: list[str] = []
     if db:
-        options += ["--db", str(Path(db).expanduser().resolve()) if db != ":memory:" else db]
+        kept = db == ":memory:" or is_postgres_url(db)  # a URL goes as given
+        options += ["--db", db if kept else str(Path(db).expanduser().resolve())]
     if config:
         config_path = Path(config)
         options += ["--config", str(config_path.resolve()) if config_path.exists() else config]

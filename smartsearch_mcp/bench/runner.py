@@ -26,7 +26,7 @@ from smartsearch_mcp.bench.metrics import (
 from smartsearch_mcp.bench.progress import progress_bar
 from smartsearch_mcp.bench.qa import QAEvaluator
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.store import open_store
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
 from smartsearch_mcp.types import Scope, Turn
 
@@ -100,7 +100,7 @@ class MemoryPool:
                 self._cache = EmbeddingCache(self.embed_cache_path)
                 self._owner.models.wrap("bi_encoder", self._cache.wrap)
         store_config = self.config.store
-        store = await SQLiteStore.open(
+        store = await open_store(
             db_path,
             busy_timeout_ms=store_config.busy_timeout_ms,
             max_turns_per_call=store_config.max_turns_per_call,

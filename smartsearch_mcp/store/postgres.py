@@ -149,6 +149,12 @@ class PostgresStore(TurnChecks):
         store = cls(url, pool, max_turns_per_call, max_text_chars, max_call_chars)
         store.read_only = read_only
         try:
+            # One connection first: a server that is down or refuses us is reported with
+            # libpq's own reason at once (the pool would retry until its timeout).
+            probe = await psycopg.AsyncConnection.connect(
+                url, connect_timeout=max(1, round(connect_timeout_s)), **kwargs
+            )
+            await probe.close()
             await pool.open(wait=True, timeout=connect_timeout_s)
             if read_only:
                 version = await store.schema_version()
