@@ -13,10 +13,10 @@ they commit in increasing order, and a call's ids are in input order), and the r
 recognition and session positions are then exactly SQLite's.
 
 Full text: `turns.fts`, a generated tsvector (English stems, no stop words) with a GIN index;
-`search_fts` ranks with `ts_rank_cd` (cover density, normalized by document length: a
-BM25-like rank, not BM25 — SQLite's FTS5 gives BM25). grep's substring prefilter uses a
-pg_trgm GIN index. Vectors are bytea, scored in Python as with SQLite; pgvector is detected
-at open and reported, not used yet.
+`search_fts` ranks with `ts_rank_cd` (cover density divided by the document's length — BM25's
+limit for turns longer than average; a BM25-like rank, not BM25, which SQLite's FTS5 gives).
+grep's substring prefilter uses a pg_trgm GIN index. Vectors are bytea, scored in Python as
+with SQLite; pgvector is detected at open and reported, not used yet.
 """
 
 from __future__ import annotations
@@ -660,16 +660,16 @@ class PostgresStore(TurnChecks):
 
     async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]:
         """(turn id, rank — higher is better), best first, within `scope`, for an expression
-        `fts_any` built: its phrases as tsquery phrases, ranked by `ts_rank_cd` (normalized
-        by document length; see the module doc)."""
-        phrases = sql.fts_phrases(match or "")
+        `fts_any` built: its phrases as tsquery phrases, ranked by `ts_rank_cd` divided by
+        the document's length (see the module doc)."""
+        phrases = _query_words(sql.fts_phrases(match or ""))
         if not phrases or limit <= 0:
             return []
         where, params = sql.scope_filter(scope, alias="t", mark=_M)
         query = _tsquery(len(phrases))
         async with self._cursor() as cur:
             await cur.execute(
-                f"SELECT t.id, ts_rank_cd(t.fts, q.query, 1) AS score FROM turns t, "
+                f"SELECT t.id, ts_rank_cd(t.fts, q.query, 2) AS score FROM turns t, "
                 f"(SELECT {query} AS query) q WHERE t.fts @@ q.query AND {where} "
                 "ORDER BY score DESC, t.id LIMIT %s",
                 [*phrases, *params, limit],
@@ -681,7 +681,7 @@ class PostgresStore(TurnChecks):
         counts: dict[str, int] = {}
         async with self._cursor() as cur:
             for phrase in dict.fromkeys(phrases):
-                words = sql.fts_phrases(phrase)
+                words = _query_words(sql.fts_phrases(phrase))
                 if not words:
                     counts[phrase] = 0
                     continue
@@ -865,6 +865,11 @@ class PostgresStore(TurnChecks):
         if len(rows) < FETCH_CHUNK:
             return [row_to_turn(row, shared) for row in rows]
         return await anyio.to_thread.run_sync(rows_to_turns, rows, shared)
+
+
+def _query_words(phrases: list[str]) -> list[str]:
+    """Phrases of words as the document's text is parsed (`FTS_DOCUMENT`: "_" is a space)."""
+    return [p.replace("_", " ") for p in phrases if p.replace("_", " ").strip()]
 
 
 def _tsquery(phrases: int) -> str:

@@ -14,6 +14,14 @@ from smartsearch_mcp.store.queries import folded
 # SQLite's `porter unicode61` tokenizer (which keeps every word). Named in the column's
 # expression, so it must exist before the table.
 TS_CONFIG = "smartsearch_english"
+# ASCII punctuation becomes space before parsing (under the "C" collation [[:punct:]] is
+# ASCII only): PostgreSQL's parser would otherwise keep "config.toml", "v1.2" or "a@b.com" as
+# one token, which a query of words (store/queries.py, `fts_quote`) never matches; FTS5's
+# tokenizer splits them into words too.
+FTS_DOCUMENT = (
+    f"to_tsvector('{TS_CONFIG}'::regconfig, "
+    "regexp_replace(text || ' ' || coalesce(speaker, ''), '[[:punct:]]+', ' ', 'g'))"
+)
 
 MIGRATIONS: list[tuple[str, ...]] = [
     (
@@ -54,9 +62,7 @@ MIGRATIONS: list[tuple[str, ...]] = [
             created_at TEXT NOT NULL,
             metadata TEXT NOT NULL DEFAULT '{{}}',
             content_hash TEXT NOT NULL,
-            fts TSVECTOR GENERATED ALWAYS AS (
-                to_tsvector('{TS_CONFIG}'::regconfig, text || ' ' || coalesce(speaker, ''))
-            ) STORED,
+            fts TSVECTOR GENERATED ALWAYS AS ({FTS_DOCUMENT}) STORED,
             FOREIGN KEY (namespace, session_id) REFERENCES sessions (namespace, id)
                 ON DELETE CASCADE
         )""",
