@@ -59,3 +59,12 @@ def postgres_url(postgres_server):
 
     with pg.fresh_database(postgres_server) as url:
         yield url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the memory of the backend under test lives, for tests that run on both: an
+    SQLite file on tmp_path, or an empty PostgreSQL database (skipped when none can be had)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "memory.db")
+    return str(request.getfixturevalue("postgres_url"))

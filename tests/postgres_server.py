@@ -43,11 +43,72 @@ def unavailable_reason() -> str | None:
         return "the postgres extra is not installed (pip install -e '.[postgres]')"
     if os.environ.get(URL_ENV):
         return None
+    return cluster_unavailable_reason()
+
+
+def cluster_unavailable_reason() -> str | None:
+    """Why no throw-away cluster can be started here, or None when one can."""
     if _binaries() is None:
         return f"no PostgreSQL server: set ${URL_ENV}, or install PostgreSQL (its initdb)"
     if os.geteuid() == 0 and (shutil.which("runuser") is None or not _has_user("postgres")):
         return "running as root without runuser or a postgres user to run initdb as"
     return None
+
+
+class Cluster:
+    """A throw-away cluster in a temporary directory, listening on 127.0.0.1 (and a Unix
+    socket in that directory) on a free port; as root it runs as the `postgres` user."""
+
+    def __init__(self) -> None:
+        bin_dir = _binaries()
+        assert bin_dir is not None
+        self.bin = bin_dir
+        self.root = Path(tempfile.mkdtemp(prefix="ss-pg-"))
+        self.as_user: list[str] = []
+        if os.geteuid() == 0:
+            self.as_user = ["runuser", "-u", "postgres", "--"]
+            shutil.chown(self.root, "postgres")
+        self.data = self.root / "data"
+        self.port = _free_port()
+        subprocess.run(
+            [*self.as_user, str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
+             "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def start(self) -> None:
+        options = (
+            f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        subprocess.run(
+            [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data), "-o", options,
+             "-l", str(self.root / "server.log"), "-w", "-t", "60", "start"],
+            check=True, capture_output=True, timeout=90,
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        subprocess.run(
+            [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast",
+             "-w", "stop"],
+            capture_output=True, timeout=60,
+        )  # fmt: skip
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def own_cluster() -> Iterator[Cluster]:
+    """A cluster of the caller's own (which it may stop and start), removed on exit."""
+    cluster = Cluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        cluster.remove()
 
 
 @contextlib.contextmanager
@@ -58,40 +119,8 @@ def running_server() -> Iterator[Server]:
     if given:
         yield Server(given)
         return
-    bin_dir = _binaries()
-    assert bin_dir is not None
-    root = Path(tempfile.mkdtemp(prefix="ss-pg-"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        as_user = ["runuser", "-u", "postgres", "--"]
-        shutil.chown(root, "postgres")
-    data = root / "data"
-    port = _free_port()
-    try:
-        subprocess.run(
-            [*as_user, str(bin_dir / "initdb"), "-D", str(data), "-U", "postgres",
-             "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"],
-            check=True, capture_output=True, timeout=120,
-        )  # fmt: skip
-        options = (
-            f"-c listen_addresses=127.0.0.1 -p {port} -k {root} -c fsync=off "
-            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-        )
-        subprocess.run(
-            [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
-             "-l", str(root / "server.log"), "-w", "-t", "60", "start"],
-            check=True, capture_output=True, timeout=90,
-        )  # fmt: skip
-        try:
-            yield Server(f"postgresql://postgres@127.0.0.1:{port}/postgres")
-        finally:
-            subprocess.run(
-                [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                capture_output=True,
-                timeout=60,
-            )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with own_cluster() as cluster:
+        yield Server(cluster.url)
 
 
 @contextlib.contextmanager

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-from pathlib import Path
 
 import anyio
 import pytest
@@ -18,16 +17,6 @@ from smartsearch_mcp.store.queries import fts_any
 from smartsearch_mcp.types import InputError, NotFoundError, Scope, TurnInput
 
 pytestmark = pytest.mark.anyio
-
-BACKENDS = ["sqlite", "postgres"]
-
-
-@pytest.fixture(params=BACKENDS)
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where a store of the backend under test lives: a file path, or a PostgreSQL URL."""
-    if request.param == "sqlite":
-        return str(tmp_path / "memory.db")
-    return str(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

@@ -1,0 +1,147 @@
+"""What only the PostgreSQL store does: URLs and their passwords, the missing driver, a server
+that is down or goes away, read-only use (a replica), NUL, and the CLI on a URL."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from servers import LEXICAL_TOML
+
+from smartsearch_mcp.store import DatabaseError, open_store
+from smartsearch_mcp.store.postgres_url import is_postgres_url, mask_url, scrub
+from smartsearch_mcp.types import InputError, Scope, TurnInput
+
+pytestmark = pytest.mark.anyio
+
+
+def test_urls_are_recognised_and_their_passwords_masked():
+    assert is_postgres_url("postgresql://u@h/db") and is_postgres_url(" POSTGRES://h/db")
+    assert not is_postgres_url("/tmp/memory.db") and not is_postgres_url(":memory:")
+    assert (
+        mask_url("postgresql://ann:s%40cret@db.example:5432/mem?sslmode=require")
+        == "postgresql://ann:***@db.example:5432/mem?sslmode=require"
+    )
+    assert mask_url("postgresql://h/mem?password=pw&sslmode=verify-full") == (
+        "postgresql://h/mem?password=***&sslmode=verify-full"
+    )
+    assert mask_url("postgresql://ann@h/mem") == "postgresql://ann@h/mem"
+    url = "postgresql://ann:s%40cret@h/db"
+    assert scrub("failed for s@cret and s%40cret; password=other", url) == (
+        "failed for *** and ***; password=***"
+    )
+
+
+async def test_a_url_without_the_driver_is_one_error_naming_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "smartsearch_mcp.store.postgres", None)  # not importable
+    with pytest.raises(DatabaseError, match=r"pip install -e '\.\[postgres\]'") as caught:
+        await open_store("postgresql://ann:hunter2@127.0.0.1:1/mem")
+    assert "hunter2" not in str(caught.value) and "ann:***@" in str(caught.value)
+
+
+async def test_a_server_that_is_down_at_start_is_a_clear_error_without_the_password(caplog):
+    pytest.importorskip("psycopg")
+    caplog.set_level(logging.DEBUG)
+    url = "postgresql://ann:hunter2@127.0.0.1:1/mem?connect_timeout=2"
+    with anyio.fail_after(30), pytest.raises(DatabaseError, match="cannot be reached") as caught:
+        await open_store(url)
+    message = str(caught.value)
+    assert "ann:***@127.0.0.1:1/mem" in message and "PostgreSQL is running" in message
+    assert "hunter2" not in message and "hunter2" not in caplog.text
+
+
+async def test_a_database_that_goes_away_gives_a_clear_error_and_recovers_when_back():
+    pg = pytest.importorskip("postgres_server")
+    pytest.importorskip("psycopg")
+    if (reason := pg.cluster_unavailable_reason()) is not None:
+        pytest.skip(f"PostgreSQL cluster of its own (to stop and start) unavailable: {reason}")
+    from smartsearch_mcp.store.postgres import PostgresStore
+
+    with pg.own_cluster() as cluster:
+        store = await PostgresStore.open(cluster.url, connect_timeout_s=3)
+        try:
+            first = await store.remember("ns", "s", [TurnInput("before the outage")])
+            cluster.stop()
+            with anyio.fail_after(60), pytest.raises(DatabaseError, match="cannot be reached"):
+                await store.remember("ns", "s", [TurnInput("during the outage")])
+            with anyio.fail_after(60), pytest.raises(DatabaseError, match="cannot be reached"):
+                await store.scope_turns(Scope(("ns",)))
+            cluster.start()
+            with anyio.fail_after(60):
+                again = await store.remember("ns", "s", [TurnInput("after the outage")])
+                texts = [t.text for t in await store.scope_turns(Scope(("ns",)))]
+            assert texts == ["before the outage", "after the outage"]
+            assert again.ids[0] > first.ids[0]
+        finally:
+            await store.close()
+
+
+async def test_postgres_refuses_a_nul_character_and_stores_nothing(postgres_url):
+    store = await open_store(postgres_url)
+    try:
+        with pytest.raises(InputError, match=r"turns\[1\]\.text holds a NUL"):
+            await store.remember("ns", "s", [TurnInput("fine"), TurnInput("NUL\x00byte")])
+        assert (await store.stats()).turns == 0
+    finally:
+        await store.close()
+
+
+async def test_a_read_only_store_reads_and_refuses_writes(postgres_url):
+    with pytest.raises(DatabaseError, match="no memory in the database"):
+        await open_store(postgres_url, read_only=True)
+    writer = await open_store(postgres_url)
+    await writer.remember("ns", "s", [TurnInput("replicated turn")])
+    await writer.close()
+    reader = await open_store(postgres_url, read_only=True)
+    try:
+        assert [t.text for t in await reader.scope_turns(Scope(("ns",)))] == ["replicated turn"]
+        with pytest.raises(InputError, match="read-only"):
+            await reader.remember("ns", "s", [TurnInput("refused")])
+    finally:
+        await reader.close()
+
+
+async def test_a_database_with_someone_elses_turns_table_is_left_alone(postgres_url):
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute("CREATE TABLE turns (id int)")
+    with pytest.raises(DatabaseError, match="not smartsearch-mcp's: nothing was changed"):
+        await open_store(postgres_url)
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        assert db.execute("SELECT to_regclass('schema_version')").fetchone() == (None,)
+
+
+@pytest.fixture
+def cli_env(postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    config = tmp_path / "lexical.toml"
+    config.write_text(LEXICAL_TOML)
+    monkeypatch.setenv("SMARTSEARCH_DB", postgres_url)
+    monkeypatch.setenv("SMARTSEARCH_CONFIG", str(config))
+    monkeypatch.setenv("SMARTSEARCH_NAMESPACE", "team")
+    return postgres_url
+
+
+def test_the_cli_remembers_recalls_exports_and_forgets_on_a_url(cli_env, tmp_path, capsys):
+    from smartsearch_mcp.cli import main
+
+    assert main(["remember", "the staging database moved to port 6543"]) == 0
+    capsys.readouterr()
+    assert main(["recall", "--local", "--json", "which port does staging use"]) == 0
+    out = capsys.readouterr().out
+    passages = json.loads(out)["passages"]
+    assert passages and "6543" in passages[0]["text"]
+    assert main(["export", "--all", "-o", str(tmp_path / "out.jsonl")]) == 0
+    [record] = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert record["text"] == "the staging database moved to port 6543"
+    assert main(["stats"]) == 0
+    assert "postgresql://" in capsys.readouterr().out
+    assert main(["doctor", "--skip-models"]) == 0
+    assert "integrity check passed" in capsys.readouterr().out
+    assert main(["forget", "--all", "--yes"]) == 0
+    assert main(["grep", "6543"]) == 0
+    assert "staging database moved" not in capsys.readouterr().out
