@@ -287,6 +287,16 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--all", action="store_true", help="every namespace, not only one")
     exp.set_defaults(handler=_cmd_export)
 
+    move = sub.add_parser(
+        "migrate",
+        parents=[common],
+        help="copy a memory to another database (SQLite <-> PostgreSQL), resumable, verified",
+    )
+    move.add_argument("--from", dest="source", required=True, help="database to copy from")
+    move.add_argument("--to", dest="target", required=True, help="database to copy into")
+    move.add_argument("--batch", type=int, default=5000, help="rows per transaction")
+    move.set_defaults(handler=_cmd_migrate)
+
     stats = sub.add_parser("stats", parents=[common], help="what is stored")
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(handler=_cmd_stats)
@@ -1026,6 +1036,46 @@ def _cmd_export(args: argparse.Namespace, config: Config) -> int:
         print(f"exported {_plural(count, 'turn')}{where}", file=sys.stderr)
         if hint:
             print(f"note: {hint.replace('to search', 'to export (or --all)')}", file=sys.stderr)
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_migrate(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.store import describe_database, open_store
+    from smartsearch_mcp.store.transfer import copy_memory
+
+    if args.batch < 1:
+        raise InputError("--batch must be at least 1")
+    if args.source == args.target:
+        raise InputError("--from and --to name the same database")
+
+    async def run() -> int:
+        store_config = config.store
+        source = await open_store(
+            args.source, busy_timeout_ms=store_config.busy_timeout_ms, read_only=True
+        )
+        try:
+            target = await open_store(
+                args.target,
+                busy_timeout_ms=store_config.busy_timeout_ms,
+                max_turns_per_call=store_config.max_turns_per_call,
+                max_text_chars=store_config.max_text_chars,
+                max_call_chars=store_config.max_call_chars,
+            )
+            try:
+                report = await copy_memory(source, target, batch=args.batch)
+            finally:
+                await target.close()
+        finally:
+            await source.close()
+        copied = ", ".join(f"{report.copied[t]} {t}" for t in report.copied)
+        counted = ", ".join(f"{report.target[t]} {t}" for t in report.target)
+        print(
+            f"migrated {describe_database(args.source)} -> {describe_database(args.target)}: "
+            f"copied {copied}; verified: both hold {counted}",
+            file=sys.stderr,
+        )
         return 0
 
     return anyio.run(run)

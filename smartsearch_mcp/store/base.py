@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from smartsearch_mcp.store.turns import PreparedTurn
 from smartsearch_mcp.types import (
@@ -130,5 +130,14 @@ class Store(MemoryStore, Protocol):
 
     # maintenance
     async def backup(self, destination: str | Path) -> None: ...
+
+    # copying a memory between databases (store/transfer.py)
+    async def table_rows(
+        self, table: str, after: Sequence[Any] | None, limit: int
+    ) -> list[tuple[Any, ...]]: ...
+
+    async def table_count(self, table: str) -> int: ...
+
+    async def put_table_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> int: ...
 
     async def integrity_check(self) -> list[str]: ...

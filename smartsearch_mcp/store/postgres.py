@@ -41,6 +41,7 @@ from smartsearch_mcp.store.turns import (
     CONTEXT_SUFFIX,
     DEFAULT_MAX_CALL_CHARS,
     RETRY_WINDOW,
+    TRANSFER_TABLES,
     PreparedTurn,
     SharedValues,
     TurnChecks,
@@ -833,6 +834,64 @@ class PostgresStore(TurnChecks):
                 problems.append(f"{int(row[0])} turns are missing from the full-text index")
         return problems
 
+    async def table_rows(
+        self, table: str, after: Sequence[Any] | None, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """Up to `limit` rows of one of `TRANSFER_TABLES` in key order, after key `after`."""
+        columns, key = TRANSFER_TABLES[table]
+        marks = ", ".join([_M] * len(key))
+        where = f"WHERE ({', '.join(key)}) > ({marks})" if after else ""
+        async with self._cursor() as cur:
+            await cur.execute(
+                f"SELECT {', '.join(columns)} FROM {table} {where} "
+                f"ORDER BY {', '.join(key)} LIMIT {int(limit)}",
+                list(after or ()),
+            )
+            rows = await cur.fetchall()
+        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+
+    async def table_count(self, table: str) -> int:
+        TRANSFER_TABLES[table]  # only these tables
+        async with self._cursor() as cur:
+            await cur.execute(f"SELECT count(*) FROM {table}")
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def put_table_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> int:
+        """As SQLiteStore.put_table_rows; the id sequence is moved past the copied ids."""
+        columns, key = TRANSFER_TABLES[table]
+        if not rows:
+            return 0
+        names = ", ".join(columns)
+        async with self._write_transaction() as cur:
+            if table == "turns":
+                _refuse_nul_rows(rows)
+                await cur.execute(
+                    "SELECT id FROM turns WHERE id = ANY(%s)", ([int(r[0]) for r in rows],)
+                )
+                present = {int(r[0]) for r in await cur.fetchall()}
+                new_rows = [r for r in rows if int(r[0]) not in present]
+                async with cur.copy(f"COPY turns ({names}) FROM STDIN") as copy:
+                    for values in new_rows:
+                        await copy.write_row(values)
+                await cur.execute(
+                    "SELECT setval('turns_id_seq', greatest((SELECT max(id) FROM turns), "
+                    "(SELECT last_value FROM turns_id_seq)))"
+                )
+                return len(new_rows)
+            if table == "sessions":
+                update = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in key)
+                conflict = f"DO UPDATE SET {update}"
+            else:
+                conflict = "DO NOTHING"
+            marks = ", ".join([_M] * len(columns))
+            await cur.executemany(
+                f"INSERT INTO {table} ({names}) VALUES ({marks}) "
+                f"ON CONFLICT ({', '.join(key)}) {conflict}",
+                [tuple(r) for r in rows],
+            )
+            return len(rows) if table == "sessions" else max(0, cur.rowcount)
+
     # ------------------------------------------------------------------ helpers
 
     async def _keyset_pages(
@@ -889,6 +948,15 @@ def _refuse_nul(turns: Sequence[PreparedTurn]) -> None:
                 )
         if turn.timestamp_raw is not None and "\x00" in turn.timestamp_raw:
             raise InputError(f"turns[{index}].timestamp holds a NUL character (U+0000)")
+
+
+def _refuse_nul_rows(rows: Sequence[Sequence[Any]]) -> None:
+    for row in rows:
+        if any(isinstance(value, str) and "\x00" in value for value in row):
+            raise InputError(
+                f"turn {row[0]} holds a NUL character (U+0000), which PostgreSQL cannot store; "
+                "nothing of this batch was copied"
+            )
 
 
 async def _refresh_sessions(

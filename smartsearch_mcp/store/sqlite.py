@@ -47,6 +47,7 @@ from smartsearch_mcp.store.turns import (
     MAX_NAME_CHARS,
     RETRY_WINDOW,
     ROLE_ALIASES,
+    TRANSFER_TABLES,
     PreparedTurn,
     SharedValues,
     StorageFullError,
@@ -825,6 +826,66 @@ class SQLiteStore(TurnChecks):
             except sqlite3.DatabaseError as exc:
                 problems.append(f"full-text index: {exc}")
         return problems
+
+    async def table_rows(
+        self, table: str, after: Sequence[Any] | None, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """Up to `limit` rows of one of `TRANSFER_TABLES` in key order, after key `after`."""
+        columns, key = TRANSFER_TABLES[table]
+        where = f"WHERE ({', '.join(key)}) > ({_marks(len(key))})" if after else ""
+        async with self._reader.execute(
+            f"SELECT {', '.join(columns)} FROM {table} {where} ORDER BY {', '.join(key)} "
+            f"LIMIT {int(limit)}",
+            list(after or ()),
+        ) as cursor:
+            return [tuple(row) async for row in cursor]
+
+    async def table_count(self, table: str) -> int:
+        TRANSFER_TABLES[table]  # only these tables
+        async with self._reader.execute(f"SELECT count(*) FROM {table}") as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def put_table_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> int:
+        """Insert rows read by another store's `table_rows` as they are (ids kept), in one
+        transaction; rows whose key is already here are left as they are (sessions are
+        updated). Turns are indexed for full text. Returns how many rows were new."""
+        columns, key = TRANSFER_TABLES[table]
+        if not rows:
+            return 0
+        names = ", ".join(columns)
+        async with self._write_transaction() as db:
+            if table == "turns":
+                wanted = [int(r[0]) for r in rows]
+                present: set[int] = set()
+                for chunk in chunks(wanted, 500):
+                    async with db.execute(
+                        f"SELECT id FROM turns WHERE id IN ({_marks(len(chunk))})", chunk
+                    ) as cursor:
+                        present.update([int(r[0]) async for r in cursor])
+                new_rows = [r for r in rows if int(r[0]) not in present]
+                await db.executemany(
+                    f"INSERT INTO turns ({names}) VALUES ({_marks(len(columns))})", new_rows
+                )
+                for chunk in chunks([int(r[0]) for r in new_rows], 500):
+                    await db.execute(
+                        "INSERT INTO turns_fts (rowid, text, speaker) SELECT id, text, speaker "
+                        f"FROM turns WHERE id IN ({_marks(len(chunk))})",
+                        chunk,
+                    )
+                return len(new_rows)
+            before = db.total_changes
+            if table == "sessions":
+                update = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
+                conflict = f"DO UPDATE SET {update}"
+            else:
+                conflict = "DO NOTHING"
+            await db.executemany(
+                f"INSERT INTO {table} ({names}) VALUES ({_marks(len(columns))}) "
+                f"ON CONFLICT ({', '.join(key)}) {conflict}",
+                [tuple(r) for r in rows],
+            )
+            return db.total_changes - before
 
     @asynccontextmanager
     async def _write_transaction(self) -> AsyncIterator[aiosqlite.Connection]:

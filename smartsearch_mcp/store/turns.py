@@ -264,3 +264,36 @@ def call_digest(namespace: str, session_id: str | None, turns: Sequence[Prepared
 
 def new_session_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]
+
+
+# What `migrate` copies, table by table, in this order (turns need their sessions): each
+# table's columns as both backends name them, and its key (rows are read in key order, so a
+# copy that stopped resumes after the last key the target holds).
+TRANSFER_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "sessions": (
+        ("namespace", "id", "first_timestamp", "last_timestamp", "turn_count", "created_at"),
+        ("namespace", "id"),
+    ),
+    "turns": (
+        (
+            "id",
+            "namespace",
+            "session_id",
+            "position",
+            "speaker",
+            "role",
+            "text",
+            "timestamp",
+            "timestamp_raw",
+            "created_at",
+            "metadata",
+            "content_hash",
+        ),
+        ("id",),
+    ),
+    "embeddings": (("model", "turn_id", "start", "vector"), ("model", "turn_id", "start")),
+    "remember_calls": (
+        ("namespace", "digest", "session_id", "ids", "created_at"),
+        ("namespace", "digest"),
+    ),
+}
