@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,9 @@ class RunOptions:
     qa: QAEvaluator | None = None
     qa_budget: int | None = None
     embed_cache: Path | None = None
+    # A PostgreSQL URL: each haystack goes into a namespace of its own in that database
+    # (dropped afterwards) instead of a temporary SQLite file.
+    database: str | None = None
 
 
 @dataclass
@@ -84,9 +88,12 @@ class MemoryPool:
     Memory over an in-memory database, so they load once per run, not once per haystack).
     With `embed_cache`, passage embeddings are looked up in (and added to) that file first."""
 
-    def __init__(self, config: Config, embed_cache: Path | None = None) -> None:
+    def __init__(
+        self, config: Config, embed_cache: Path | None = None, database: str | None = None
+    ) -> None:
         self.config = config
         self.embed_cache_path = embed_cache
+        self.database = database
         self._cache: EmbeddingCache | None = None
         self._owner: Memory | None = None
 
@@ -100,6 +107,9 @@ class MemoryPool:
                 self._cache = EmbeddingCache(self.embed_cache_path)
                 self._owner.models.wrap("bi_encoder", self._cache.wrap)
         store_config = self.config.store
+        if self.database is not None:  # one namespace per haystack, in the shared database
+            db_path = self.database
+            namespace = f"{namespace}-{uuid.uuid4().hex[:12]}"
         store = await open_store(
             db_path,
             busy_timeout_ms=store_config.busy_timeout_ms,
@@ -114,8 +124,13 @@ class MemoryPool:
         return self._cache.hits if self._cache is not None else 0
 
     async def release(self, memory: Memory) -> None:
-        """Close a Memory's database (the shared models stay loaded)."""
-        await memory.store.close()
+        """Close a Memory's database (the shared models stay loaded); in a shared database
+        its haystack's namespace is dropped first."""
+        try:
+            if self.database is not None:
+                await memory.store.forget(memory.namespace, whole_namespace=True)
+        finally:
+            await memory.store.close()
 
     async def close(self) -> None:
         """Release the shared models."""
@@ -151,7 +166,8 @@ async def run_benchmark(
     counter = get_token_counter(config.truncation.tokenizer)
     plan = _plan(benchmark.haystacks, options.limit)
     output = RunOutput()
-    pool = pool if pool is not None else MemoryPool(config, embed_cache=options.embed_cache)
+    if pool is None:
+        pool = MemoryPool(config, embed_cache=options.embed_cache, database=options.database)
     total = sum(len(questions) for _, questions in plan)
     progress = progress_bar(options.progress, total, benchmark.name, " q")
     run = _Run(config, options, counter, output, progress, pool)

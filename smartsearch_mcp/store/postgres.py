@@ -257,6 +257,8 @@ class PostgresStore(TurnChecks):
             yield cur
 
     async def _migrate(self) -> None:
+        if await self.schema_version() == len(MIGRATIONS):
+            return  # current: no lock, no DDL (a least-privilege role, a read-only replica)
         async with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
             await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             await cur.execute("SELECT to_regclass('schema_version') IS NOT NULL")

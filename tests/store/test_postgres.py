@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import uuid
 from pathlib import Path
 
 import anyio
@@ -145,3 +146,57 @@ def test_the_cli_remembers_recalls_exports_and_forgets_on_a_url(cli_env, tmp_pat
     assert main(["forget", "--all", "--yes"]) == 0
     assert main(["grep", "6543"]) == 0
     assert "staging database moved" not in capsys.readouterr().out
+
+
+async def test_a_read_only_database_like_a_replica_serves_reads_and_refuses_writes_clearly(
+    postgres_url,
+):
+    import psycopg
+
+    writer = await open_store(postgres_url)
+    await writer.remember("ns", "s", [TurnInput("written on the primary")])
+    await writer.close()
+    name = postgres_url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_url, autocommit=True) as db:  # as a hot standby refuses writes
+        db.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    store = await open_store(postgres_url)  # a server opens it as usual: nothing to migrate
+    try:
+        assert [t.text for t in await store.scope_turns(Scope(("ns",)))] == [
+            "written on the primary"
+        ]
+        with pytest.raises(DatabaseError, match=r"read-only.*write through the primary"):
+            await store.remember("ns", "s", [TurnInput("refused")])
+    finally:
+        await store.close()
+
+
+async def test_a_least_privilege_role_runs_the_memory_the_owner_migrated(postgres_url):
+    """docs/teams.md's grants are enough for a server: read, write, forget."""
+    import psycopg
+
+    owner = await open_store(postgres_url)  # the owner migrates
+    await owner.close()
+    role = f"app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute(f"CREATE ROLE {role} LOGIN")
+        name = postgres_url.rsplit("/", 1)[1]
+        for grant in (
+            f'GRANT CONNECT ON DATABASE "{name}" TO {role}',
+            f"GRANT USAGE ON SCHEMA public TO {role}",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+            f"GRANT USAGE, SELECT, UPDATE ON SEQUENCE turns_id_seq TO {role}",
+        ):
+            db.execute(grant)
+    app_url = postgres_url.replace("postgresql://postgres@", f"postgresql://{role}@")
+    try:
+        store = await open_store(app_url)
+        try:
+            stored = await store.remember("ns", "s", [TurnInput("by the app role")])
+            await store.put_embeddings("m", [(stored.ids[0], 0, b"v")])
+            assert (await store.forget("ns", ids=stored.ids)).deleted_turn_ids == stored.ids
+        finally:
+            await store.close()
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as db:
+            db.execute(f"DROP OWNED BY {role}")
+            db.execute(f"DROP ROLE {role}")
