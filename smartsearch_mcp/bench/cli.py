@@ -205,7 +205,7 @@ def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
     parser.add_argument(
         "--db",
         metavar="URL",
-        help="run on PostgreSQL: each haystack in a namespace of its own in this database "
+        help="run on PostgreSQL: each haystack in a schema of its own in this database "
         "(postgresql://…; default: a temporary SQLite file per haystack)",
     )
     parser.add_argument(

@@ -53,8 +53,8 @@ class RunOptions:
     qa: QAEvaluator | None = None
     qa_budget: int | None = None
     embed_cache: Path | None = None
-    # A PostgreSQL URL: each haystack goes into a namespace of its own in that database
-    # (dropped afterwards) instead of a temporary SQLite file.
+    # A PostgreSQL URL: each haystack goes into a schema of its own in that database (fresh
+    # tables, ids from 1 as in a new file; dropped afterwards) instead of an SQLite file.
     database: str | None = None
 
 
@@ -94,6 +94,7 @@ class MemoryPool:
         self.config = config
         self.embed_cache_path = embed_cache
         self.database = database
+        self._schemas: dict[int, str] = {}  # id(memory) -> its schema in `database`
         self._cache: EmbeddingCache | None = None
         self._owner: Memory | None = None
 
@@ -107,16 +108,24 @@ class MemoryPool:
                 self._cache = EmbeddingCache(self.embed_cache_path)
                 self._owner.models.wrap("bi_encoder", self._cache.wrap)
         store_config = self.config.store
-        if self.database is not None:  # one namespace per haystack, in the shared database
-            db_path = self.database
-            namespace = f"{namespace}-{uuid.uuid4().hex[:12]}"
+        schema = None
+        if self.database is not None:  # a schema per haystack, in the shared database
+            from smartsearch_mcp.store.postgres import create_schema
+            from smartsearch_mcp.store.postgres_url import with_search_path
+
+            schema = f"bench_{uuid.uuid4().hex[:12]}"
+            await create_schema(self.database, schema)
+            db_path = with_search_path(self.database, schema)
         store = await open_store(
             db_path,
             busy_timeout_ms=store_config.busy_timeout_ms,
             max_turns_per_call=store_config.max_turns_per_call,
             max_text_chars=store_config.max_text_chars,
         )
-        return Memory(store, self.config, self._owner.models, namespace)
+        memory = Memory(store, self.config, self._owner.models, namespace)
+        if schema is not None:
+            self._schemas[id(memory)] = schema
+        return memory
 
     @property
     def embed_cache_hits(self) -> int:
@@ -125,12 +134,13 @@ class MemoryPool:
 
     async def release(self, memory: Memory) -> None:
         """Close a Memory's database (the shared models stay loaded); in a shared database
-        its haystack's namespace is dropped first."""
-        try:
-            if self.database is not None:
-                await memory.store.forget(memory.namespace, whole_namespace=True)
-        finally:
-            await memory.store.close()
+        its haystack's schema is dropped."""
+        await memory.store.close()
+        schema = self._schemas.pop(id(memory), None)
+        if schema is not None and self.database is not None:
+            from smartsearch_mcp.store.postgres import drop_schema
+
+            await drop_schema(self.database, schema)
 
     async def close(self) -> None:
         """Release the shared models."""

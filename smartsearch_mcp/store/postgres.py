@@ -84,6 +84,10 @@ _TURN_COLUMNS = (
     "created_at, metadata"
 )
 _M = "%s"  # psycopg's placeholder
+# Whether this schema (the first of the search path) holds the version table.
+_HAS_VERSION_TABLE = (
+    "SELECT to_regclass(quote_ident(current_schema()) || '.schema_version') IS NOT NULL"
+)
 # A key for pg_advisory_xact_lock: one migration at a time, whichever process starts.
 _MIGRATION_LOCK = 0x53536D63
 POOL_MAX = 4
@@ -193,7 +197,7 @@ class PostgresStore(TurnChecks):
 
     async def schema_version(self) -> int:
         async with self._cursor() as cur:
-            await cur.execute("SELECT to_regclass('schema_version') IS NOT NULL")
+            await cur.execute(_HAS_VERSION_TABLE)
             row = await cur.fetchone()
             if not row or not row[0]:
                 return 0
@@ -261,7 +265,7 @@ class PostgresStore(TurnChecks):
             return  # current: no lock, no DDL (a least-privilege role, a read-only replica)
         async with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
             await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            await cur.execute("SELECT to_regclass('schema_version') IS NOT NULL")
+            await cur.execute(_HAS_VERSION_TABLE)
             row = await cur.fetchone()
             version = 0
             if row and row[0]:
@@ -975,3 +979,21 @@ async def _refresh_sessions(
         "WHERE s.namespace = %s AND s.id = c.sid",
         (namespace, namespace, namespace, list(session_ids), namespace),
     )
+
+
+async def create_schema(url: str, name: str) -> None:
+    """Create the schema `name` in the database at `url` (for a memory of its own there)."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f'CREATE SCHEMA "{_identifier(name)}"')
+
+
+async def drop_schema(url: str, name: str) -> None:
+    """Drop the schema `name` and everything in it."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{_identifier(name)}" CASCADE')
+
+
+def _identifier(name: str) -> str:
+    if not name.replace("_", "").isalnum() or not name.isascii():
+        raise InputError(f"schema names are ASCII letters, digits and _, got {name!r}")
+    return name

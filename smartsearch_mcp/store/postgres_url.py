@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 SCHEMES = ("postgresql://", "postgres://")
 MASK = "***"
@@ -89,3 +89,12 @@ def guard_driver_logs(url: str) -> None:
         logger = logging.getLogger(name)
         if SECRETS not in logger.filters:
             logger.addFilter(SECRETS)
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """`url` with its sessions' search_path set to `schema` (then public, where extensions
+    live): a memory in a schema of its own inside a shared database."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "options"]
+    query.append(("options", f"-csearch_path={schema},public"))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), parts.fragment))
