@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -200,3 +201,42 @@ async def test_a_least_privilege_role_runs_the_memory_the_owner_migrated(postgre
         with psycopg.connect(postgres_url, autocommit=True) as db:
             db.execute(f"DROP OWNED BY {role}")
             db.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.slow
+def test_the_capture_hooks_store_a_claude_code_exchange_in_a_postgres_memory(
+    postgres_url, tmp_path
+):
+    from test_capture import PROMPT, _payload, _recorded_now, _run_hook
+
+    from smartsearch_mcp.namespaces import project_namespace
+
+    project = tmp_path / "webapp"
+    (project / ".git").mkdir(parents=True)
+    dropped = ("SMARTSEARCH_NAMESPACE", "SMARTSEARCH_CONFIG")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    env.update(
+        PYTHONPATH=str(Path(__file__).parents[2]),
+        SMARTSEARCH_DB=postgres_url,
+        XDG_DATA_HOME=str(tmp_path / "xdg"),  # hooks.log lives in the data dir
+        HF_HUB_OFFLINE="1",
+    )
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(_recorded_now()) + "\n")
+    stop = _payload("Stop", transcript, project, stop_hook_active=False)
+    for _ in range(2):  # a second run stores nothing new
+        done = _run_hook(env, "claude-code", "stop", stdin=stop)
+        assert done.returncode == 0 and done.stdout == "", done.stderr
+
+    async def stored() -> list[tuple[str, str]]:
+        store = await open_store(postgres_url)
+        try:
+            return [(t.namespace, t.text) async for t in store.iter_turns()]
+        finally:
+            await store.close()
+
+    turns = anyio.run(stored)
+    assert len(turns) == 3 and turns[0][1] == PROMPT
+    assert {ns for ns, _ in turns} == {project_namespace(project)}
+    log = (tmp_path / "xdg" / "smartsearch-mcp" / "hooks.log").read_text()
+    assert "stored 3 turns" in log and "stored 0 turns" in log
