@@ -248,8 +248,10 @@ class PostgresStore(TurnChecks):
         if self.read_only:
             raise InputError(f"the memory {self.path} was opened read-only; nothing was written")
         async with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
-            await cur.execute("UPDATE store_changes SET version = version + 1 WHERE id = 1")
-            await cur.execute("SELECT max(version) FROM schema_version")
+            await cur.execute(
+                "UPDATE store_changes SET version = version + 1 WHERE id = 1 "
+                "RETURNING (SELECT max(version) FROM schema_version)"
+            )
             row = await cur.fetchone()
             version = int(row[0]) if row and row[0] is not None else 0
             if version > len(MIGRATIONS):
@@ -402,10 +404,13 @@ class PostgresStore(TurnChecks):
     ) -> tuple[str | None, list[int] | None]:
         """As SQLiteStore._recorded_call."""
         cutoff = iso(self.clock() - self.retry_window)
-        await cur.execute("DELETE FROM remember_calls WHERE created_at < %s", (cutoff,))
+        # One round trip: the expired records go, and (the query reads the snapshot from
+        # before the delete) an expired record is not taken for a retry.
         await cur.execute(
-            "SELECT session_id, ids FROM remember_calls WHERE namespace = %s AND digest = %s",
-            (namespace, digest),
+            "WITH expired AS (DELETE FROM remember_calls WHERE created_at < %s) "
+            "SELECT session_id, ids FROM remember_calls WHERE namespace = %s AND digest = %s "
+            "AND created_at >= %s",
+            (cutoff, namespace, digest, cutoff),
         )
         row = await cur.fetchone()
         if row is None:
@@ -968,16 +973,14 @@ def _refuse_nul_rows(rows: Sequence[Sequence[Any]]) -> None:
 async def _refresh_sessions(
     cur: psycopg.AsyncCursor[Any], namespace: str, session_ids: Sequence[str]
 ) -> None:
+    # One pass over each session's turns (a session left without turns gets 0 and NULLs).
     await cur.execute(
         "UPDATE sessions s SET turn_count = c.n, first_timestamp = c.first, "
-        "last_timestamp = c.last FROM (SELECT sid, "
-        "(SELECT count(*) FROM turns t WHERE t.namespace = %s AND t.session_id = sid) AS n, "
-        "(SELECT min(timestamp) FROM turns t WHERE t.namespace = %s AND t.session_id = sid) "
-        "AS first, "
-        "(SELECT max(timestamp) FROM turns t WHERE t.namespace = %s AND t.session_id = sid) "
-        "AS last FROM unnest(%s::text[]) AS sid) c "
-        "WHERE s.namespace = %s AND s.id = c.sid",
-        (namespace, namespace, namespace, list(session_ids), namespace),
+        "last_timestamp = c.last FROM unnest(%s::text[]) AS u(sid) CROSS JOIN LATERAL ("
+        "SELECT count(*) AS n, min(timestamp) AS first, max(timestamp) AS last FROM turns t "
+        "WHERE t.namespace = %s AND t.session_id = u.sid) c "
+        "WHERE s.namespace = %s AND s.id = u.sid",
+        (list(session_ids), namespace, namespace),
     )
 
 
