@@ -265,41 +265,51 @@ class PostgresStore(TurnChecks):
     async def _migrate(self) -> None:
         if await self.schema_version() == len(MIGRATIONS):
             return  # current: no lock, no DDL (a least-privilege role, a read-only replica)
-        async with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
-            await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-            await cur.execute(_HAS_VERSION_TABLE)
+        async with self._connection() as conn:
+            # A session lock taken before the transaction: the migration's transaction then
+            # starts after the one before it committed, and sees its tables (a transaction
+            # that waited for a lock inside itself could still read the catalog as it was).
+            await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    await self._migrate_locked(cur)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+
+    async def _migrate_locked(self, cur: psycopg.AsyncCursor[Any]) -> None:
+        await cur.execute(_HAS_VERSION_TABLE)
+        row = await cur.fetchone()
+        version = 0
+        if row and row[0]:
+            await cur.execute("SELECT coalesce(max(version), 0) FROM schema_version")
             row = await cur.fetchone()
-            version = 0
-            if row and row[0]:
-                await cur.execute("SELECT coalesce(max(version), 0) FROM schema_version")
-                row = await cur.fetchone()
-                version = int(row[0]) if row else 0
-            else:
-                await cur.execute(
-                    "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() "
-                    "AND tablename IN ('turns', 'sessions')"
+            version = int(row[0]) if row else 0
+        else:
+            await cur.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename IN ('turns', 'sessions')"
+            )
+            row = await cur.fetchone()
+            if row and int(row[0]):
+                raise DatabaseError(
+                    f"the database {self.path} holds tables named turns or sessions that "
+                    "are not smartsearch-mcp's: nothing was changed — give the memory a "
+                    "database (or schema, through options=-csearch_path=…) of its own"
                 )
-                row = await cur.fetchone()
-                if row and int(row[0]):
-                    raise DatabaseError(
-                        f"the database {self.path} holds tables named turns or sessions that "
-                        "are not smartsearch-mcp's: nothing was changed — give the memory a "
-                        "database (or schema, through options=-csearch_path=…) of its own"
-                    )
-            latest = len(MIGRATIONS)
-            if version > latest:
-                raise InputError(
-                    f"the database has schema version {version}, newer than this "
-                    f"smartsearch-mcp understands ({latest}); upgrade smartsearch-mcp"
-                )
-            for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
-                for statement in statements:
-                    await cur.execute(statement)
-                await cur.execute(
-                    "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
-                    (number, now()),
-                )
-                log.info("applied PostgreSQL schema migration %d", number)
+        latest = len(MIGRATIONS)
+        if version > latest:
+            raise InputError(
+                f"the database has schema version {version}, newer than this "
+                f"smartsearch-mcp understands ({latest}); upgrade smartsearch-mcp"
+            )
+        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in statements:
+                await cur.execute(statement)
+            await cur.execute(
+                "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
+                (number, now()),
+            )
+            log.info("applied PostgreSQL schema migration %d", number)
 
     async def _extension_version(self, name: str) -> str | None:
         async with self._cursor() as cur:

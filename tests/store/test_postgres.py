@@ -240,3 +240,25 @@ def test_the_capture_hooks_store_a_claude_code_exchange_in_a_postgres_memory(
     assert {ns for ns, _ in turns} == {project_namespace(project)}
     log = (tmp_path / "xdg" / "smartsearch-mcp" / "hooks.log").read_text()
     assert "stored 3 turns" in log and "stored 0 turns" in log
+
+
+async def test_servers_starting_together_on_a_new_database_migrate_it_once(postgres_url):
+    """Eight servers started at once on an empty database: one migrates, the others wait
+    and find the schema current (none takes the new tables for someone else's)."""
+    stores: list = []
+
+    async def start() -> None:
+        stores.append(await open_store(postgres_url))
+
+    try:
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as group:
+                for _ in range(8):
+                    group.start_soon(start)
+        assert len(stores) == 8
+        assert {await s.schema_version() for s in stores} == {1}
+        await stores[0].remember("ns", "s", [TurnInput("after the start")])
+        assert (await stores[7].stats()).turns == 1
+    finally:
+        for store in stores:
+            await store.close()
