@@ -187,8 +187,10 @@ class PostgresStore(TurnChecks):
             await pool.close()
             if isinstance(exc, SmartSearchError):
                 raise
-            if isinstance(exc, psycopg.Error | PoolTimeout):
+            if isinstance(exc, psycopg.OperationalError | PoolTimeout):
                 raise store._unreachable(exc) from None
+            if isinstance(exc, psycopg.Error):  # e.g. no privilege to create the tables
+                raise store._failed(exc) from None
             raise
         return store
 
@@ -232,9 +234,14 @@ class PostgresStore(TurnChecks):
                 f"the database {self.path} is read-only (a replica, or opened read-only): "
                 "write through the primary"
             ) from exc
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise DatabaseError(
+                f"the database {self.path} refused this role: {_first_line(exc, self.url)} — "
+                "grant it what docs/teams.md lists (a least-privilege role)"
+            ) from exc
 
     def _failed(self, exc: BaseException) -> DatabaseError:
-        return DatabaseError(f"the database {self.path} failed: {scrub(str(exc), self.url)}")
+        return DatabaseError(f"the database {self.path} failed: {_first_line(exc, self.url)}")
 
     @asynccontextmanager
     async def _cursor(self) -> AsyncIterator[psycopg.AsyncCursor[Any]]:
@@ -945,6 +952,13 @@ class PostgresStore(TurnChecks):
         if len(rows) < FETCH_CHUNK:
             return [row_to_turn(row, shared) for row in rows]
         return await anyio.to_thread.run_sync(rows_to_turns, rows, shared)
+
+
+def _first_line(exc: BaseException, url: str) -> str:
+    """The driver's message, its first line (PostgreSQL adds the statement after it), with
+    the URL's password masked."""
+    lines = str(exc).strip().splitlines()
+    return scrub(lines[0], url) if lines else type(exc).__name__
 
 
 def _query_words(phrases: list[str]) -> list[str]:

@@ -262,3 +262,23 @@ async def test_servers_starting_together_on_a_new_database_migrate_it_once(postg
     finally:
         for store in stores:
             await store.close()
+
+
+async def test_a_role_that_may_not_create_the_tables_gets_a_clear_error(postgres_url):
+    import psycopg
+
+    role = f"ro_{uuid.uuid4().hex[:8]}"
+    name = postgres_url.rsplit("/", 1)[1]
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute(f"CREATE ROLE {role} LOGIN")
+        db.execute(f'GRANT CONNECT ON DATABASE "{name}" TO {role}')
+        db.execute(f"REVOKE CREATE ON SCHEMA public FROM PUBLIC, {role}")
+    try:
+        url = postgres_url.replace("postgresql://postgres@", f"postgresql://{role}@")
+        refused = r"refused this role: permission denied for schema public — grant"
+        with pytest.raises(DatabaseError, match=refused):
+            await open_store(url)
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as db:
+            db.execute(f"DROP OWNED BY {role}")
+            db.execute(f"DROP ROLE {role}")
