@@ -13,6 +13,7 @@ from smartsearch_mcp.store.sqlite import DEFAULT_MAX_CALL_CHARS, SQLiteStore
 from smartsearch_mcp.store.turns import check_name
 
 __all__ = [
+    "DatabaseError",
     "MemoryStore",
     "SQLiteStore",
     "Store",
