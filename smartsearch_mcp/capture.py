@@ -33,7 +33,7 @@ from typing import Any
 from smartsearch_mcp.dates import format_timestamp, parse_timestamp
 from smartsearch_mcp.importers.claude_code import SESSION_PREFIX, read_transcript
 from smartsearch_mcp.namespaces import NamespaceChoice, choose_namespace
-from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.store import Store
 from smartsearch_mcp.types import InputError, NotFoundError, RememberResult, Turn, TurnInput
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,7 @@ def plan_new_turns(
 
 
 async def capture_event(
-    store: SQLiteStore,
+    store: Store,
     event: HookEvent,
     namespace: str,
     now: datetime | None = None,

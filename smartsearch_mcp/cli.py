@@ -77,10 +77,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except sqlite3.Error as exc:  # e.g. corruption SQLite found in the middle of a command
+        from smartsearch_mcp.store import describe_database
         from smartsearch_mcp.store.files import describe_error
 
         db = args.db or os.environ.get("SMARTSEARCH_DB") or "(the database)"
-        print(f"error: {describe_error(db, exc)}", file=sys.stderr)
+        print(f"error: {describe_error(describe_database(db), exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
@@ -286,6 +287,16 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--all", action="store_true", help="every namespace, not only one")
     exp.set_defaults(handler=_cmd_export)
 
+    move = sub.add_parser(
+        "migrate",
+        parents=[common],
+        help="copy a memory to another database (SQLite <-> PostgreSQL), resumable, verified",
+    )
+    move.add_argument("--from", dest="source", required=True, help="database to copy from")
+    move.add_argument("--to", dest="target", required=True, help="database to copy into")
+    move.add_argument("--batch", type=int, default=5000, help="rows per transaction")
+    move.set_defaults(handler=_cmd_migrate)
+
     stats = sub.add_parser("stats", parents=[common], help="what is stored")
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(handler=_cmd_stats)
@@ -334,7 +345,8 @@ def _add_common(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--db",
         default=default,
-        help="database file (default: $SMARTSEARCH_DB, else the user data dir); ':memory:' works",
+        help="database file, or a postgresql://user@host/dbname URL for a memory a team shares "
+        "(default: $SMARTSEARCH_DB, else the user data dir); ':memory:' works",
     )
     parser.add_argument(
         "--config",
@@ -408,6 +420,7 @@ def resolve_namespace(args: argparse.Namespace, config: Config) -> str:
 def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.server import create_server, http_app
     from smartsearch_mcp.stdio_transport import run_stdio
+    from smartsearch_mcp.store import describe_database
 
     access = None
     if args.http:
@@ -437,12 +450,13 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
         preload_models=not args.no_preload,
         cli_socket=not args.no_cli_socket,
     )
-    log.info("serving %s (config: %s; %s)", db, config.source, choice.describe())
+    log.info("serving %s (config: %s; %s)", describe_database(db), config.source, choice.describe())
     if access is not None:
         _serve_http(args, http_app(server, access), access, limits, sockets)
         return 0
     _announce(
-        f"smartsearch-mcp {__version__} serving MCP over stdio: database {db}, config "
+        f"smartsearch-mcp {__version__} serving MCP over stdio: database "
+        f"{describe_database(db)}, config "
         f"{config.source}, namespace {namespace or config.scope.default_namespace} "
         "(Ctrl-C stops it)"
     )
@@ -455,9 +469,9 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
 
 async def _check_database(db: str, config: Config) -> None:
     """Open (creating or migrating) and close the database: errors surface before serving."""
-    from smartsearch_mcp.store import SQLiteStore
+    from smartsearch_mcp.store import open_store
 
-    store = await SQLiteStore.open(db, busy_timeout_ms=config.store.busy_timeout_ms)
+    store = await open_store(db, busy_timeout_ms=config.store.busy_timeout_ms)
     await store.close()
 
 
@@ -761,10 +775,11 @@ def _cmd_hook(args: argparse.Namespace) -> int:
         event_namespace,
         parse_event,
     )
-    from smartsearch_mcp.store import SQLiteStore
+    from smartsearch_mcp.store import describe_database, is_postgres_url, open_store
 
     db = args.db or os.environ.get("SMARTSEARCH_DB") or ""
-    log_file = Path(db).expanduser().parent if db and db != ":memory:" else default_db_path().parent
+    local = db and db != ":memory:" and not is_postgres_url(db)
+    log_file = Path(db).expanduser().parent if local else default_db_path().parent
     handler = _hook_log_handler(log_file / "hooks.log")
     try:
         config = load_config(args)
@@ -782,7 +797,7 @@ def _cmd_hook(args: argparse.Namespace) -> int:
         ).namespace
 
         async def run() -> None:
-            store = await SQLiteStore.open(
+            store = await open_store(
                 db,
                 busy_timeout_ms=config.store.busy_timeout_ms,
                 max_turns_per_call=config.store.max_turns_per_call,
@@ -809,7 +824,12 @@ def _cmd_hook(args: argparse.Namespace) -> int:
     except sqlite3.Error as exc:  # e.g. corruption met while storing
         from smartsearch_mcp.store.files import describe_error
 
-        log.error("hook %s %s failed: %s", args.client, args.event, describe_error(db, exc))
+        log.error(
+            "hook %s %s failed: %s",
+            args.client,
+            args.event,
+            describe_error(describe_database(db), exc),
+        )
     except Exception:  # a hook must never fail the agent: record and carry on
         log.exception("hook %s %s failed", args.client, args.event)
     finally:
@@ -994,20 +1014,20 @@ def _private_output(path: str) -> Any:
 
 def _cmd_export(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.memory import elsewhere_hint
-    from smartsearch_mcp.store import SQLiteStore
+    from smartsearch_mcp.store import SQLiteStore, Store, open_store
 
     async def run() -> int:
         db = resolve_db(args, config)
-        source = await SQLiteStore.open(
-            db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True
-        )
+        source = await open_store(db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True)
         with tempfile.TemporaryDirectory() as tmp:
-            snapshot_path = Path(tmp) / "snapshot.db"
-            try:
-                await source.backup(snapshot_path)  # consistent even while a server writes
-            finally:
-                await source.close()
-            snapshot = await SQLiteStore.open(snapshot_path)
+            snapshot: Store = source  # PostgreSQL: iter_turns reads one consistent snapshot
+            if isinstance(source, SQLiteStore):
+                snapshot_path = Path(tmp) / "snapshot.db"
+                try:
+                    await source.backup(snapshot_path)  # consistent even while a server writes
+                finally:
+                    await source.close()
+                snapshot = await SQLiteStore.open(snapshot_path)
             namespace = None if args.all else resolve_namespace(args, config)
             count = 0
             try:
@@ -1024,6 +1044,46 @@ def _cmd_export(args: argparse.Namespace, config: Config) -> int:
         print(f"exported {_plural(count, 'turn')}{where}", file=sys.stderr)
         if hint:
             print(f"note: {hint.replace('to search', 'to export (or --all)')}", file=sys.stderr)
+        return 0
+
+    return anyio.run(run)
+
+
+def _cmd_migrate(args: argparse.Namespace, config: Config) -> int:
+    from smartsearch_mcp.store import describe_database, open_store
+    from smartsearch_mcp.store.transfer import copy_memory
+
+    if args.batch < 1:
+        raise InputError("--batch must be at least 1")
+    if args.source == args.target:
+        raise InputError("--from and --to name the same database")
+
+    async def run() -> int:
+        store_config = config.store
+        source = await open_store(
+            args.source, busy_timeout_ms=store_config.busy_timeout_ms, read_only=True
+        )
+        try:
+            target = await open_store(
+                args.target,
+                busy_timeout_ms=store_config.busy_timeout_ms,
+                max_turns_per_call=store_config.max_turns_per_call,
+                max_text_chars=store_config.max_text_chars,
+                max_call_chars=store_config.max_call_chars,
+            )
+            try:
+                report = await copy_memory(source, target, batch=args.batch)
+            finally:
+                await target.close()
+        finally:
+            await source.close()
+        copied = ", ".join(f"{report.copied[t]} {t}" for t in report.copied)
+        counted = ", ".join(f"{report.target[t]} {t}" for t in report.target)
+        print(
+            f"migrated {describe_database(args.source)} -> {describe_database(args.target)}: "
+            f"copied {copied}; verified: both hold {counted}",
+            file=sys.stderr,
+        )
         return 0
 
     return anyio.run(run)
@@ -1060,32 +1120,33 @@ def _cmd_stats(args: argparse.Namespace, config: Config) -> int:
 
 
 def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
-    from smartsearch_mcp.store import SQLiteStore
+    from smartsearch_mcp.store import describe_database, is_postgres_url, open_store
 
     ok = True
     db = resolve_db(args, config)
+    shown = describe_database(db)
     print(f"smartsearch-mcp {__version__}; python {sys.version.split()[0]}")
     print(f"config: {config.source}")
     print(f"namespace here: {namespace_choice(args, config).describe()}")
 
     async def check_db() -> list[str]:
         # Read-only: doctor reports on the database as it is, never creates or changes it.
-        store = await SQLiteStore.open(
-            db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True
-        )
+        store = await open_store(db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=True)
         try:
             problems = await store.integrity_check()
             try:
                 stats = await store.stats()
-                print(f"database: {db} — {stats.turns} turns, schema v{stats.schema_version}")
+                print(f"database: {shown} — {stats.turns} turns, schema v{stats.schema_version}")
             except sqlite3.DatabaseError as exc:
                 problems.append(f"reading the turns: {exc}")
             return problems
         finally:
             await store.close()
 
-    if db != ":memory:" and not Path(db).expanduser().exists():
-        print(f"database: {db} does not exist yet (the first remember, import or serve creates it)")
+    if db != ":memory:" and not is_postgres_url(db) and not Path(db).expanduser().exists():
+        print(
+            f"database: {shown} does not exist yet (the first remember, import or serve creates it)"
+        )
     else:
         try:
             problems = anyio.run(check_db)
@@ -1219,9 +1280,12 @@ def executable() -> list[str]:
 
 
 def _options(db: str | None, config: str | None, namespace: str | None) -> list[str]:
+    from smartsearch_mcp.store.postgres_url import is_postgres_url
+
     options: list[str] = []
     if db:
-        options += ["--db", str(Path(db).expanduser().resolve()) if db != ":memory:" else db]
+        kept = db == ":memory:" or is_postgres_url(db)  # a URL goes as given
+        options += ["--db", db if kept else str(Path(db).expanduser().resolve())]
     if config:
         config_path = Path(config)
         options += ["--config", str(config_path.resolve()) if config_path.exists() else config]

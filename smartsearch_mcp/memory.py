@@ -21,7 +21,7 @@ from smartsearch_mcp.dates import parse_timestamp
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline.analyze import MAX_TERM_CHARS
 from smartsearch_mcp.pipeline.recall import RecallPipeline
-from smartsearch_mcp.store import SQLiteStore, check_name
+from smartsearch_mcp.store import Store, check_name, open_store
 from smartsearch_mcp.types import (
     ForgetResult,
     InputError,
@@ -42,9 +42,7 @@ MIN_TOKENS = 16
 class Memory:
     """Remember, recall and forget over one database."""
 
-    def __init__(
-        self, store: SQLiteStore, config: Config, models: ModelRegistry, namespace: str
-    ) -> None:
+    def __init__(self, store: Store, config: Config, models: ModelRegistry, namespace: str) -> None:
         self.store = store
         self.config = config
         self.models = models
@@ -63,9 +61,9 @@ class Memory:
         namespace: str | None = None,
         read_only: bool = False,
     ) -> Memory:
-        """The memory over the database at `db_path` (`read_only`: an existing database,
-        opened read-only)."""
-        store = await SQLiteStore.open(
+        """The memory over the database at `db_path`, an SQLite file or a `postgresql://`
+        URL (`read_only`: an existing database, opened read-only)."""
+        store = await open_store(
             db_path,
             busy_timeout_ms=config.store.busy_timeout_ms,
             max_turns_per_call=config.store.max_turns_per_call,

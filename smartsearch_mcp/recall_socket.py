@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import SocketStream
 
+from smartsearch_mcp.store.postgres_url import is_postgres_url
 from smartsearch_mcp.types import InputError, SmartSearchError
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def socket_path(db: str | Path, create_dir: bool = False) -> Path | None:
     directory = runtime_dir(create=create_dir)
     if directory is None:
         return None
-    real = os.path.realpath(os.path.expanduser(str(db)))
+    real = str(db) if is_postgres_url(db) else os.path.realpath(os.path.expanduser(str(db)))
     name = hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:24]
     return directory / f"{name}.sock"
 

@@ -44,3 +44,33 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> TinyModels:
     once per session. Imports torch and transformers on first use."""
     root: Path = tmp_path_factory.mktemp("tiny_models")
     return build_tiny_models(root)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server (tests/postgres_server.py), or the test is skipped, saying why."""
+    import postgres_server as pg
+
+    reason = pg.unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"PostgreSQL tests skipped: {reason}")
+    with pg.running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """The URL of an empty PostgreSQL database of this test's own."""
+    import postgres_server as pg
+
+    with pg.fresh_database(postgres_server) as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where the memory of the backend under test lives, for tests that run on both: an
+    SQLite file on tmp_path, or an empty PostgreSQL database (skipped when none can be had)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "memory.db")
+    return str(request.getfixturevalue("postgres_url"))

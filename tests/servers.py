@@ -72,7 +72,7 @@ def cli_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "smartsearch_mcp", *args]
 
 
-def stdio_server(db: Path, config: Path, *extra: str) -> StdioServerParameters:
+def stdio_server(db: Path | str, config: Path, *extra: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=sys.executable,
         args=["-m", "smartsearch_mcp", "serve", "--db", str(db), "--config", str(config), *extra],
@@ -89,7 +89,7 @@ def free_port() -> int:
 
 @asynccontextmanager
 async def http_server(
-    db: Path,
+    db: Path | str,
     config: Path,
     *extra: str,
     env: dict[str, str] | None = None,

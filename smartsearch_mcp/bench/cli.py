@@ -114,7 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--embed-sample", type=int, default=1000, help="turns embedded to time the bi-encoder"
     )
     scale.add_argument("--max-tokens", type=_positive_int, default=None, help="recall budget")
-    scale.add_argument("--keep-db", help="build the database at this path and keep it")
+    scale.add_argument(
+        "--keep-db",
+        help="build the database at this path and keep it, or in this postgresql:// URL's "
+        "database (which must hold no 'scale' turns yet)",
+    )
     scale.set_defaults(handler=_cmd_scale)
 
     lag = sub.add_parser(
@@ -214,6 +218,12 @@ def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
         + "; empty: none)",
     )
     parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="run on PostgreSQL: each haystack in a schema of its own in this database "
+        "(postgresql://…; default: a temporary SQLite file per haystack)",
+    )
+    parser.add_argument(
         "--embed-cache",
         metavar="FILE",
         help="reuse passage embeddings across runs: vectors by model and text, in this SQLite "
@@ -272,6 +282,7 @@ def _cmd_retrieval(
         qa_budget=args.qa_budget,
         embed_cache=Path(args.embed_cache) if args.embed_cache else None,
         alphas=_parse_alphas(args.alphas),
+        database=args.db,
     )
     out_dir = Path(args.out) if args.out else default_out_dir(args.bench, config_name)
     started = time.perf_counter()
@@ -379,7 +390,7 @@ def _cmd_scale(
         max_tokens=args.max_tokens or config.truncation.max_tokens,
         embed_sample=max(0, args.embed_sample),
         progress=not args.no_progress,
-        db_path=Path(args.keep_db) if args.keep_db else None,
+        db_path=args.keep_db or None,
     )
     out_dir = Path(args.out) if args.out else default_out_dir("scale", config_name)
     started = time.perf_counter()

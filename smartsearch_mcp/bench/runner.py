@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +29,7 @@ from smartsearch_mcp.bench.metrics import (
 from smartsearch_mcp.bench.progress import progress_bar
 from smartsearch_mcp.bench.qa import QAEvaluator
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.store import open_store
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
 from smartsearch_mcp.types import Scope, Turn
 
@@ -57,6 +58,9 @@ class RunOptions:
     # Thresholds to compare at the default budget, on the same rankings: recall against
     # tokens returned (the fixed budget, alpha 0, is always measured at every budget).
     alphas: tuple[float, ...] = ()
+    # A PostgreSQL URL: each haystack goes into a schema of its own in that database (fresh
+    # tables, ids from 1 as in a new file; dropped afterwards) instead of an SQLite file.
+    database: str | None = None
 
 
 @dataclass
@@ -89,9 +93,13 @@ class MemoryPool:
     Memory over an in-memory database, so they load once per run, not once per haystack).
     With `embed_cache`, passage embeddings are looked up in (and added to) that file first."""
 
-    def __init__(self, config: Config, embed_cache: Path | None = None) -> None:
+    def __init__(
+        self, config: Config, embed_cache: Path | None = None, database: str | None = None
+    ) -> None:
         self.config = config
         self.embed_cache_path = embed_cache
+        self.database = database
+        self._schemas: dict[int, str] = {}  # id(memory) -> its schema in `database`
         self._cache: EmbeddingCache | None = None
         self._owner: Memory | None = None
 
@@ -105,13 +113,24 @@ class MemoryPool:
                 self._cache = EmbeddingCache(self.embed_cache_path)
                 self._owner.models.wrap("bi_encoder", self._cache.wrap)
         store_config = self.config.store
-        store = await SQLiteStore.open(
+        schema = None
+        if self.database is not None:  # a schema per haystack, in the shared database
+            from smartsearch_mcp.store.postgres import create_schema
+            from smartsearch_mcp.store.postgres_url import with_search_path
+
+            schema = f"bench_{uuid.uuid4().hex[:12]}"
+            await create_schema(self.database, schema)
+            db_path = with_search_path(self.database, schema)
+        store = await open_store(
             db_path,
             busy_timeout_ms=store_config.busy_timeout_ms,
             max_turns_per_call=store_config.max_turns_per_call,
             max_text_chars=store_config.max_text_chars,
         )
-        return Memory(store, self.config, self._owner.models, namespace)
+        memory = Memory(store, self.config, self._owner.models, namespace)
+        if schema is not None:
+            self._schemas[id(memory)] = schema
+        return memory
 
     @property
     def embed_cache_hits(self) -> int:
@@ -119,8 +138,14 @@ class MemoryPool:
         return self._cache.hits if self._cache is not None else 0
 
     async def release(self, memory: Memory) -> None:
-        """Close a Memory's database (the shared models stay loaded)."""
+        """Close a Memory's database (the shared models stay loaded); in a shared database
+        its haystack's schema is dropped."""
         await memory.store.close()
+        schema = self._schemas.pop(id(memory), None)
+        if schema is not None and self.database is not None:
+            from smartsearch_mcp.store.postgres import drop_schema
+
+            await drop_schema(self.database, schema)
 
     async def close(self) -> None:
         """Release the shared models."""
@@ -156,7 +181,8 @@ async def run_benchmark(
     counter = get_token_counter(config.truncation.tokenizer)
     plan = _plan(benchmark.haystacks, options.limit)
     output = RunOutput()
-    pool = pool if pool is not None else MemoryPool(config, embed_cache=options.embed_cache)
+    if pool is None:
+        pool = MemoryPool(config, embed_cache=options.embed_cache, database=options.database)
     total = sum(len(questions) for _, questions in plan)
     progress = progress_bar(options.progress, total, benchmark.name, " q")
     run = _Run(config, options, counter, output, progress, pool)

@@ -84,7 +84,7 @@ class ScaleOptions:
     max_tokens: int = 1500
     embed_sample: int = 1000
     progress: bool = True
-    db_path: Path | None = None
+    db_path: str | Path | None = None  # a file, or a postgresql:// URL
 
 
 @dataclass
@@ -247,7 +247,12 @@ def peak_rss_mb() -> float:
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
-def _db_bytes(path: Path) -> int:
+async def _db_bytes(memory: Memory) -> int:
+    from smartsearch_mcp.store import SQLiteStore
+
+    if not isinstance(memory.store, SQLiteStore):
+        return (await memory.store.stats()).size_bytes
+    path = memory.store.path
     return sum(
         os.path.getsize(f"{path}{suffix}")
         for suffix in ("", "-wal")
@@ -268,7 +273,7 @@ async def run_scale(config: Config, options: ScaleOptions, corpus: SourceCorpus)
 
 
 async def _run_scale(
-    config: Config, options: ScaleOptions, corpus: SourceCorpus, db_path: Path
+    config: Config, options: ScaleOptions, corpus: SourceCorpus, db_path: str | Path
 ) -> ScaleOutput:
     from smartsearch_mcp.memory import Memory
 
@@ -278,6 +283,14 @@ async def _run_scale(
     checkpoints = checkpoints_for(options.turns, options.checkpoints)
     batch_size = max(1, min(options.batch_size, config.store.max_turns_per_call))
     memory = await Memory.open(config, db_path, NAMESPACE)
+    from smartsearch_mcp.store import is_postgres_url
+
+    if is_postgres_url(str(db_path)) and (await memory.store.namespaces()).get(NAMESPACE):
+        await memory.close()
+        raise InputError(
+            f"{memory.store.path} already holds turns in namespace {NAMESPACE!r}: build the "
+            "scale memory in an empty database (or forget that namespace first)"
+        )
     readers = {
         mode: Memory(
             memory.store,
@@ -321,7 +334,7 @@ async def _run_scale(
                 "remember_turns_per_s": (stored - checkpoint_stored) / segment_s
                 if segment_s
                 else None,
-                "db_bytes": _db_bytes(Path(memory.store.path)),
+                "db_bytes": await _db_bytes(memory),
                 "recall": {},
             }
             for mode, reader in readers.items():

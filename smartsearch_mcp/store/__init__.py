@@ -1,52 +1,67 @@
-"""Persistence. `SQLiteStore` is the one backend today; the pipeline depends only on the
-methods it uses (see `MemoryStore`), so a server database can be added beside it."""
+"""Persistence behind one contract (store/base.py): `SQLiteStore`, the embedded default, and
+`PostgresStore` (store/postgres.py, the `postgres` extra) for a memory a team shares.
+`open_store` picks the backend from the database's name: a `postgresql://` URL or a path."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from pathlib import Path
 
-from smartsearch_mcp.store.sqlite import SQLiteStore, check_name
-from smartsearch_mcp.types import Scope, Turn
+from smartsearch_mcp.store.base import MemoryStore, Store
+from smartsearch_mcp.store.files import DatabaseError
+from smartsearch_mcp.store.postgres_url import is_postgres_url, mask_url
+from smartsearch_mcp.store.sqlite import DEFAULT_MAX_CALL_CHARS, SQLiteStore
+from smartsearch_mcp.store.turns import check_name
 
-__all__ = ["MemoryStore", "SQLiteStore", "check_name"]
+__all__ = [
+    "DatabaseError",
+    "MemoryStore",
+    "SQLiteStore",
+    "Store",
+    "check_name",
+    "describe_database",
+    "is_postgres_url",
+    "open_store",
+]
+
+POSTGRES_EXTRA = "pip install -e '.[postgres]' (or pip install 'smartsearch-mcp[postgres]')"
 
 
-class MemoryStore(Protocol):
-    """What the recall pipeline needs from a store: a server database backend implements
-    these and the pipeline runs on it unchanged."""
+async def open_store(
+    target: str | Path,
+    *,
+    busy_timeout_ms: int = 30_000,
+    max_turns_per_call: int = 10_000,
+    max_text_chars: int = 1_000_000,
+    read_only: bool = False,
+    max_call_chars: int = DEFAULT_MAX_CALL_CHARS,
+) -> Store:
+    """The store at `target`: PostgreSQL for a `postgresql://` (or `postgres://`) URL, else
+    the SQLite file at that path (or ":memory:"). `busy_timeout_ms` is SQLite's."""
+    if is_postgres_url(target):
+        try:
+            from smartsearch_mcp.store.postgres import PostgresStore
+        except ImportError as exc:
+            raise DatabaseError(
+                f"{mask_url(str(target))} is a PostgreSQL database, and the PostgreSQL driver "
+                f"is not installed: {POSTGRES_EXTRA}"
+            ) from exc
+        return await PostgresStore.open(
+            str(target).strip(),
+            max_turns_per_call=max_turns_per_call,
+            max_text_chars=max_text_chars,
+            read_only=read_only,
+            max_call_chars=max_call_chars,
+        )
+    return await SQLiteStore.open(
+        target,
+        busy_timeout_ms=busy_timeout_ms,
+        max_turns_per_call=max_turns_per_call,
+        max_text_chars=max_text_chars,
+        read_only=read_only,
+        max_call_chars=max_call_chars,
+    )
 
-    async def scope_turns(self, scope: Scope) -> list[Turn]: ...
 
-    async def scope_size(self, scope: Scope) -> tuple[int, int, int]: ...
-    async def scope_fingerprint(self, scope: Scope) -> tuple[int, int]: ...
-
-    def scope_pages(
-        self, scope: Scope, batch: int = 2000, through_id: int | None = None
-    ) -> AsyncIterator[list[Turn]]: ...
-
-    async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]: ...
-
-    async def fts_doc_counts(self, phrases: Sequence[str]) -> dict[str, int]: ...
-
-    async def turn_count_estimate(self) -> int: ...
-
-    async def get_turns(
-        self, ids: Sequence[int], namespaces: Sequence[str] | None = None
-    ) -> list[Turn]: ...
-
-    async def data_version(self) -> int: ...
-
-    async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]: ...
-
-    async def get_embeddings(
-        self, model: str, keys: Sequence[tuple[int, int]]
-    ) -> dict[tuple[int, int], bytes]: ...
-
-    async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None: ...
-
-    async def turns_without_embeddings(
-        self, model: str, limit: int, after_id: int = 0
-    ) -> list[Turn]: ...
-
-    async def count_turns_without_embeddings(self, model: str) -> int: ...
+def describe_database(target: str | Path) -> str:
+    """How to name `target` in a message: a URL without its password, a path as given."""
+    return mask_url(str(target)) if is_postgres_url(target) else str(target)

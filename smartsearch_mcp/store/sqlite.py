@@ -1,4 +1,6 @@
-"""The SQLite store: schema, migrations, full-text index, WAL — the only module with SQL.
+"""The SQLite store, the embedded default: reads and writes of the store contract
+(store/base.py) on one database file. Opening, the write lock and migrations are in
+store/sqlite_open.py; input checks and row conversion, shared with PostgreSQL, in store/turns.py.
 
 Turns are stored verbatim. The FTS5 index (`turns_fts`, external content) changes in the
 same transaction as the turns: `remember` indexes the turns it inserts itself, with one
@@ -12,73 +14,88 @@ SQLite's lock with `BEGIN IMMEDIATE` and a busy timeout, so nobody sees "databas
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import sqlite3
 import tempfile
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import aiosqlite
 import anyio
 import anyio.to_thread
 
-from smartsearch_mcp.dates import normalize_timestamp, stored_timestamp
 from smartsearch_mcp.store import files
 from smartsearch_mcp.store import queries as sql
 from smartsearch_mcp.store.dedupe import match_resent
 from smartsearch_mcp.store.schema import MIGRATIONS
+from smartsearch_mcp.store.sqlite_open import (
+    begin_immediate,
+    check_not_upgraded,
+    connect,
+    current_version,
+    is_full,
+    migrate,
+)
+from smartsearch_mcp.store.turns import (
+    CONTEXT_SUFFIX,
+    DEFAULT_MAX_CALL_CHARS,
+    MAX_ID,
+    MAX_NAME_CHARS,
+    RETRY_WINDOW,
+    ROLE_ALIASES,
+    TRANSFER_TABLES,
+    PreparedTurn,
+    SharedValues,
+    StorageFullError,
+    TurnChecks,
+    call_digest,
+    check_id,
+    check_name,
+    chunks,
+    iso,
+    new_session_id,
+    now,
+    row_to_turn,
+    rows_to_turns,
+)
 from smartsearch_mcp.types import (
-    ROLES,
     ForgetResult,
     InputError,
     NotFoundError,
     RememberResult,
     Scope,
     SessionInfo,
-    SmartSearchError,
     StoreStats,
     Turn,
     TurnInput,
 )
+
+# Re-exported: callers import these from here.
+__all__ = [
+    "CONTEXT_SUFFIX",
+    "DEFAULT_MAX_CALL_CHARS",
+    "MAX_ID",
+    "MAX_NAME_CHARS",
+    "ROLE_ALIASES",
+    "PreparedTurn",
+    "SQLiteStore",
+    "StorageFullError",
+    "check_name",
+]
 
 log = logging.getLogger(__name__)
 # aiosqlite logs every statement with its parameters at DEBUG, i.e. the memories' text:
 # never logged, whatever level the application sets.
 logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
-MAX_NAME_CHARS = 256
-MAX_ID = 2**63 - 1  # SQLite's largest integer (a larger one cannot even be bound)
-# Characters of text one remember call may hold (10,000 turns of up to 1,000,000 characters
-# each would be 10 GB in one transaction).
-DEFAULT_MAX_CALL_CHARS = 20_000_000
-RETRY_WINDOW = timedelta(hours=24)
-# Embeddings whose model name ends so embed a turn together with the turn before it.
-CONTEXT_SUFFIX = "#context"
-ROLE_ALIASES = {"human": "user", "ai": "assistant", "bot": "assistant", "model": "assistant"}
-
 _TURN_COLUMNS = (
     "id, namespace, session_id, position, speaker, role, text, timestamp, timestamp_raw, "
     "created_at, metadata"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class _PreparedTurn:
-    speaker: str | None
-    role: str
-    text: str
-    timestamp: str | None
-    timestamp_raw: str | None
-    metadata_json: str
-    content_hash: str
 
 
 # One phase of a keyset scan (`_keyset_pages`): the rows it reads, their order, the
@@ -96,7 +113,7 @@ SIZE_PROBES = 64
 SIZE_PROBE_TURNS = 8
 
 
-class SQLiteStore:
+class SQLiteStore(TurnChecks):
     """Async access to one memory database. Create with `await SQLiteStore.open(path)`."""
 
     def __init__(
@@ -172,13 +189,13 @@ class SQLiteStore:
             # delete the write-ahead log they still use. SQLite reads the header first and
             # refuses a file that is not a database before writing anything (_check_ours).
             files.create_private(Path(target))
-        writer = await _connect(target, busy_timeout_ms)
+        writer = await connect(target, busy_timeout_ms)
         try:
             if target != ":memory:":
                 # Only once the file is known to be ours (another's keeps its mode).
                 files.tighten_modes(Path(target))
-            await _migrate(writer)
-            reader = writer if target == ":memory:" else await _connect(target, busy_timeout_ms)
+            await migrate(writer)
+            reader = writer if target == ":memory:" else await connect(target, busy_timeout_ms)
         except BaseException:
             await writer.close()
             raise
@@ -194,9 +211,9 @@ class SQLiteStore:
                 f"no database at {target}: nothing has been stored there yet — check --db "
                 "(or $SMARTSEARCH_DB), or store something first (`smartsearch-mcp remember`)"
             )
-        reader = await _connect(target, busy_timeout_ms, read_only=True)
+        reader = await connect(target, busy_timeout_ms, read_only=True)
         try:
-            version = await _current_version(reader)
+            version = await current_version(reader)
         except BaseException:
             await reader.close()
             raise
@@ -213,7 +230,7 @@ class SQLiteStore:
         await self._writer.close()
 
     async def schema_version(self) -> int:
-        return await _current_version(self._reader)
+        return await current_version(self._reader)
 
     # ------------------------------------------------------------------ writes
 
@@ -233,8 +250,8 @@ class SQLiteStore:
         # Validating, normalizing and hashing up to max_turns_per_call turns is CPU work the
         # event loop (shared by every client of a server) must not wait on.
         prepared = await anyio.to_thread.run_sync(self.check_turns, turns)
-        digest = _call_digest(namespace, given_session, prepared)
-        created_at = _now()
+        digest = call_digest(namespace, given_session, prepared)
+        created_at = now()
         async with self._write_transaction() as db:
             session, known_ids = await self._recorded_call(db, namespace, digest)
             if known_ids is not None and session is not None:
@@ -245,7 +262,7 @@ class SQLiteStore:
                     stored=0,
                     duplicates_skipped=len(known_ids),
                 )
-            session = given_session or session or _new_session_id()
+            session = given_session or session or new_session_id()
             async with db.execute(
                 "SELECT id, content_hash, position FROM turns "
                 "WHERE namespace = ? AND session_id = ? ORDER BY position, id",
@@ -306,7 +323,7 @@ class SQLiteStore:
             await db.execute(
                 "INSERT OR REPLACE INTO remember_calls "
                 "(namespace, digest, session_id, ids, created_at) VALUES (?, ?, ?, ?, ?)",
-                (namespace, digest, session, json.dumps(ids), _iso(self.clock())),
+                (namespace, digest, session, json.dumps(ids), iso(self.clock())),
             )
         return RememberResult(
             ids=ids,
@@ -316,43 +333,6 @@ class SQLiteStore:
             duplicates_skipped=len(prepared) - len(rows),
         )
 
-    def call_batches(self, turns: Sequence[TurnInput]) -> list[Sequence[TurnInput]]:
-        """`turns` split into consecutive calls within max_turns_per_call and max_call_chars
-        (a turn longer than the call limit alone in its call, for `remember` to refuse)."""
-        batches: list[Sequence[TurnInput]] = []
-        start = chars = 0
-        for index, turn in enumerate(turns):
-            size = len(turn.text) if isinstance(turn.text, str) else 0
-            full = index - start >= self.max_turns_per_call or chars + size > self.max_call_chars
-            if full and index > start:
-                batches.append(turns[start:index])
-                start, chars = index, 0
-            chars += size
-        if start < len(turns):
-            batches.append(turns[start:])
-        return batches
-
-    def check_turns(self, turns: Sequence[TurnInput]) -> list[_PreparedTurn]:
-        """The turns of one `remember` call, checked (count, total size, each turn's fields)
-        and prepared; InputError naming the first problem. Writes nothing: an import checks
-        every call with it before storing any."""
-        if not turns:
-            raise InputError("remember needs at least one turn")
-        if len(turns) > self.max_turns_per_call:
-            raise InputError(
-                f"too many turns in one call ({len(turns)}); the limit is "
-                f"{self.max_turns_per_call} (config store.max_turns_per_call) — split the "
-                "turns into several calls"
-            )
-        total = sum(len(t.text) if isinstance(t.text, str) else 0 for t in turns)
-        if total > self.max_call_chars:
-            raise InputError(
-                f"the turns of one call hold {total:,} characters; the limit is "
-                f"{self.max_call_chars:,} (config store.max_call_chars) — split the turns "
-                "into several calls with the same session_id"
-            )
-        return [self._prepare(i, turn) for i, turn in enumerate(turns)]
-
     async def _recorded_call(
         self, db: aiosqlite.Connection, namespace: str, digest: str
     ) -> tuple[str | None, list[int] | None]:
@@ -360,7 +340,7 @@ class SQLiteStore:
         (session, ids) when all its turns are still stored, (session, None)
         when some were forgotten since, (None, None) when there was no such call (or its
         session is gone). Drops the records older than the window."""
-        cutoff = _iso(self.clock() - self.retry_window)
+        cutoff = iso(self.clock() - self.retry_window)
         await db.execute("DELETE FROM remember_calls WHERE created_at < ?", (cutoff,))
         async with db.execute(
             "SELECT session_id, ids FROM remember_calls WHERE namespace = ? AND digest = ?",
@@ -397,10 +377,10 @@ class SQLiteStore:
             params.append(check_name("session_id", session_id))
         where = " AND ".join(clauses)
         # Any number of ids: read in chunks (one IN list of 300,000 ids passes SQLite's limit).
-        chunks = _chunks(sorted({_check_id(i) for i in ids}), 500) if ids else [[]]
+        id_chunks = chunks(sorted({check_id(i) for i in ids}), 500) if ids else [[]]
         async with self._write_transaction() as db:
             found: list[tuple[int, str]] = []
-            for chunk in chunks:
+            for chunk in id_chunks:
                 in_chunk = f" AND id IN ({_marks(len(chunk))})" if chunk else ""
                 async with db.execute(
                     f"SELECT id, session_id FROM turns WHERE {where}{in_chunk} ORDER BY id",
@@ -422,7 +402,7 @@ class SQLiteStore:
             deleted_ids = [i for i, _ in found]
             touched = sorted({s for _, s in found})
             # Vectors that embed a deleted turn as context of the next one go with it.
-            for chunk in _chunks(deleted_ids, 500):
+            for chunk in chunks(deleted_ids, 500):
                 await db.execute(
                     "DELETE FROM embeddings WHERE model LIKE ? AND turn_id IN ("
                     "SELECT n.id FROM turns d JOIN turns n ON n.namespace = d.namespace "
@@ -430,7 +410,7 @@ class SQLiteStore:
                     f"WHERE d.id IN ({_marks(len(chunk))}))",
                     [f"%{CONTEXT_SUFFIX}", *chunk],
                 )
-            for chunk in _chunks(deleted_ids, 500):
+            for chunk in chunks(deleted_ids, 500):
                 await db.execute(f"DELETE FROM turns WHERE id IN ({_marks(len(chunk))})", chunk)
             await _refresh_sessions(db, namespace, touched)
             async with db.execute(
@@ -461,7 +441,7 @@ class SQLiteStore:
         if not ids:
             return []
         by_id: dict[int, Turn] = {}
-        for chunk in _chunks([_check_id(i) for i in ids], 500):
+        for chunk in chunks([check_id(i) for i in ids], 500):
             sql_text = f"SELECT {_TURN_COLUMNS} FROM turns WHERE id IN ({_marks(len(chunk))})"
             params: list[Any] = list(chunk)
             if namespaces is not None:
@@ -751,7 +731,7 @@ class SQLiteStore:
         """Cached vectors for (turn id, passage start) keys; missing keys are left out."""
         found: dict[tuple[int, int], bytes] = {}
         wanted = set(keys)
-        for chunk in _chunks(sorted({k[0] for k in wanted}), 500):
+        for chunk in chunks(sorted({k[0] for k in wanted}), 500):
             async with self._reader.execute(
                 f"SELECT turn_id, start, vector FROM embeddings WHERE model = ? "
                 f"AND turn_id IN ({_marks(len(chunk))})",
@@ -797,8 +777,8 @@ class SQLiteStore:
     async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]:
         """For each turn id, the turn said just before it in its session (when there is one)."""
         found: dict[int, Turn] = {}
-        shared = _SharedValues()
-        for chunk in _chunks([_check_id(i) for i in ids], 500):
+        shared = SharedValues()
+        for chunk in chunks([check_id(i) for i in ids], 500):
             async with self._reader.execute(
                 "SELECT t.id, "
                 + ", ".join(f"p.{c.strip()}" for c in _TURN_COLUMNS.split(","))
@@ -808,7 +788,7 @@ class SQLiteStore:
                 chunk,
             ) as cursor:
                 async for row in cursor:
-                    found[int(row[0])] = _row_to_turn(row[1:], shared)
+                    found[int(row[0])] = row_to_turn(row[1:], shared)
         return found
 
     async def backup(self, destination: str | Path) -> None:
@@ -849,20 +829,80 @@ class SQLiteStore:
                 problems.append(f"full-text index: {exc}")
         return problems
 
+    async def table_rows(
+        self, table: str, after: Sequence[Any] | None, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """Up to `limit` rows of one of `TRANSFER_TABLES` in key order, after key `after`."""
+        columns, key = TRANSFER_TABLES[table]
+        where = f"WHERE ({', '.join(key)}) > ({_marks(len(key))})" if after else ""
+        async with self._reader.execute(
+            f"SELECT {', '.join(columns)} FROM {table} {where} ORDER BY {', '.join(key)} "
+            f"LIMIT {int(limit)}",
+            list(after or ()),
+        ) as cursor:
+            return [tuple(row) async for row in cursor]
+
+    async def table_count(self, table: str) -> int:
+        TRANSFER_TABLES[table]  # only these tables
+        async with self._reader.execute(f"SELECT count(*) FROM {table}") as cursor:
+            row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def put_table_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> int:
+        """Insert rows read by another store's `table_rows` as they are (ids kept), in one
+        transaction; rows whose key is already here are left as they are (sessions are
+        updated). Turns are indexed for full text. Returns how many rows were new."""
+        columns, key = TRANSFER_TABLES[table]
+        if not rows:
+            return 0
+        names = ", ".join(columns)
+        async with self._write_transaction() as db:
+            if table == "turns":
+                wanted = [int(r[0]) for r in rows]
+                present: set[int] = set()
+                for chunk in chunks(wanted, 500):
+                    async with db.execute(
+                        f"SELECT id FROM turns WHERE id IN ({_marks(len(chunk))})", chunk
+                    ) as cursor:
+                        present.update([int(r[0]) async for r in cursor])
+                new_rows = [r for r in rows if int(r[0]) not in present]
+                await db.executemany(
+                    f"INSERT INTO turns ({names}) VALUES ({_marks(len(columns))})", new_rows
+                )
+                for chunk in chunks([int(r[0]) for r in new_rows], 500):
+                    await db.execute(
+                        "INSERT INTO turns_fts (rowid, text, speaker) SELECT id, text, speaker "
+                        f"FROM turns WHERE id IN ({_marks(len(chunk))})",
+                        chunk,
+                    )
+                return len(new_rows)
+            before = db.total_changes
+            if table == "sessions":
+                update = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
+                conflict = f"DO UPDATE SET {update}"
+            else:
+                conflict = "DO NOTHING"
+            await db.executemany(
+                f"INSERT INTO {table} ({names}) VALUES ({_marks(len(columns))}) "
+                f"ON CONFLICT ({', '.join(key)}) {conflict}",
+                [tuple(r) for r in rows],
+            )
+            return db.total_changes - before
+
     @asynccontextmanager
     async def _write_transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """The writer connection inside one `BEGIN IMMEDIATE` transaction, committed when the
         block ends and rolled back if it raises. Only one runs at a time in this process."""
         async with self._write_lock:
             db = self._writer
-            await _begin_immediate(db)
+            await begin_immediate(db)
             try:
-                await _check_not_upgraded(db)
+                await check_not_upgraded(db)
                 yield db
                 await db.commit()
             except BaseException as exc:
                 await db.rollback()
-                if isinstance(exc, sqlite3.OperationalError) and _is_full(exc):
+                if isinstance(exc, sqlite3.OperationalError) and is_full(exc):
                     raise StorageFullError(
                         f"the disk holding {self.path} is full (SQLite: {exc}); nothing of "
                         "this call was written — free some space and send it again"
@@ -870,65 +910,6 @@ class SQLiteStore:
                 raise
 
     # ------------------------------------------------------------------ helpers
-
-    def _prepare(self, index: int, turn: TurnInput) -> _PreparedTurn:
-        # Where the turn came from: "turns[3]", or the file and line an importer names.
-        where = f"turns[{index}]" if turn.source is None else f"{turn.source}:"
-        dot = "." if turn.source is None else " "
-        text = turn.text
-        if not isinstance(text, str) or not text.strip():
-            raise InputError(f"{where}{dot}text must be a non-empty string")
-        if len(text) > self.max_text_chars:
-            raise InputError(
-                f"{where}{dot}text has {len(text)} characters; the limit is {self.max_text_chars}"
-            )
-        _check_encodable(f"{where}{dot}text", text)
-        speaker = turn.speaker
-        if speaker is not None:
-            if not isinstance(speaker, str):
-                raise InputError(f"{where}{dot}speaker must be a string")
-            speaker = speaker.strip() or None
-            if speaker and len(speaker) > MAX_NAME_CHARS:
-                raise InputError(f"{where}{dot}speaker is longer than {MAX_NAME_CHARS} characters")
-            if speaker:
-                _check_encodable(f"{where}{dot}speaker", speaker)
-        role = (turn.role or "other").strip().lower() if isinstance(turn.role, str | None) else None
-        role = ROLE_ALIASES.get(role or "", role)
-        if role not in ROLES:
-            raise InputError(f"{where}{dot}role must be one of {list(ROLES)}, got {turn.role!r}")
-        raw = turn.timestamp
-        try:
-            timestamp = normalize_timestamp(raw) if raw is not None else None
-        except InputError as exc:
-            raise InputError(f"{where}{dot}timestamp: {exc}") from exc
-        timestamp_raw = None if raw is None else str(raw)
-        if timestamp_raw is not None:
-            _check_encodable(f"{where}{dot}timestamp", timestamp_raw)
-        # Identity is what was given: a turn re-sent without a timestamp (a client retrying
-        # after a lost answer, an import run again) is a duplicate, not a new turn "now".
-        # (The identity keeps the form it had before timestamps were stored in UTC with "Z",
-        # so turns stored then are recognised when sent again.)
-        identity = [speaker, text, None if turn.timestamp_generated else timestamp]
-        if timestamp is None:
-            timestamp = _now()
-        else:
-            timestamp = stored_timestamp(timestamp)
-            if turn.timestamp_generated:
-                timestamp_raw = None
-        metadata = turn.metadata if turn.metadata is not None else {}
-        if not isinstance(metadata, dict):
-            raise InputError(f"{where}{dot}metadata must be a JSON object")
-        try:
-            metadata_json = _METADATA_JSON.encode(metadata) if metadata else "{}"
-            _check_encodable(f"{where}{dot}metadata", metadata_json)
-        except (TypeError, ValueError) as exc:
-            raise InputError(f"{where}{dot}metadata is not valid JSON: {exc}") from exc
-        except RecursionError as exc:
-            raise InputError(f"{where}{dot}metadata is nested too deeply") from exc
-        digest = hashlib.sha256(
-            _IDENTITY_JSON.encode(identity).encode("utf-8", "surrogatepass")
-        ).hexdigest()
-        return _PreparedTurn(speaker, role, text, timestamp, timestamp_raw, metadata_json, digest)
 
     async def _keyset_pages(
         self,
@@ -962,117 +943,24 @@ class SQLiteStore:
     async def _fetch_turns(self, sql_text: str, params: Sequence[Any]) -> list[Turn]:
         """The turns a query selects. Rows become `Turn`s in a worker thread, a chunk at a
         time: for a whole scope that is seconds of CPU the event loop must not wait on."""
-        shared = _SharedValues()
+        shared = SharedValues()
         turns: list[Turn] = []
         async with self._reader.execute(sql_text, params) as cursor:
             while rows := list(await cursor.fetchmany(FETCH_ROWS)):
                 if len(rows) < FETCH_CHUNK:
-                    turns.extend(_row_to_turn(row, shared) for row in rows)
+                    turns.extend(row_to_turn(row, shared) for row in rows)
                 else:
-                    turns += await anyio.to_thread.run_sync(_rows_to_turns, rows, shared)
+                    turns += await anyio.to_thread.run_sync(rows_to_turns, rows, shared)
         return turns
 
 
 # ---------------------------------------------------------------------- module helpers
 
-# json.dumps(value, **options) builds one of these per call; bulk imports encode two values
-# per turn. Output is identical (content hashes of stored turns depend on it).
-_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
-_IDENTITY_JSON = json.JSONEncoder(ensure_ascii=False)
-
-
-def check_name(kind: str, value: object) -> str:
-    """Validate a namespace or session id: a short printable string."""
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(f"{kind} must be a non-empty string")
-    if len(value) > MAX_NAME_CHARS:
-        raise InputError(f"{kind} is longer than {MAX_NAME_CHARS} characters")
-    if any(ord(c) < 32 for c in value):
-        raise InputError(f"{kind} must not contain control characters")
-    _check_encodable(kind, value)
-    return value
-
-
-def _check_id(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ID:
-        raise InputError(f"turn ids are integers from 1 to {MAX_ID}, got {value!r}")
-    return value
-
-
-def _check_encodable(where: str, text: str) -> None:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InputError(
-            f"{where} is not valid Unicode (unpaired surrogate at index {exc.start}); "
-            "send UTF-8 text"
-        ) from exc
-
-
-class StorageFullError(SmartSearchError):
-    """The database's disk (or its size limit) is full: the write was rolled back."""
-
-
-class _ReadOnlyDict(dict[str, Any]):
-    """An empty metadata dict shared by every turn stored without metadata (most of them),
-    instead of one empty dict per turn; it refuses changes, so sharing it is safe."""
-
-    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("the metadata of a stored turn is read-only")
-
-    __setitem__ = __delitem__ = __ior__ = _refuse
-    clear = pop = popitem = setdefault = update = _refuse
-
-
-_NO_METADATA = _ReadOnlyDict()
-
-
-class _SharedValues:
-    """One string object per distinct value among the rows of one read.
-
-    Turns repeat their namespace, session, speaker, role and timestamps: a read of a million
-    turns (what grep mode keeps in memory) would otherwise hold a million copies of each —
-    about 350 bytes per turn. Bounded: past `limit` distinct values it starts afresh.
-    """
-
-    def __init__(self, limit: int = 50_000) -> None:
-        self._values: dict[Any, Any] = {}
-        self._limit = limit
-
-    def __call__(self, value: Any) -> Any:
-        values = self._values
-        found = values.get(value)
-        if found is None:
-            if len(values) >= self._limit:
-                values.clear()
-            values[value] = found = value
-        return found
-
-
-def _rows_to_turns(rows: list[Any], same: _SharedValues) -> list[Turn]:
-    return [_row_to_turn(row, same) for row in rows]
-
-
-def _row_to_turn(row: Sequence[Any], same: _SharedValues) -> Turn:
-    return Turn(
-        id=int(row[0]),
-        namespace=same(row[1]),
-        session_id=same(row[2]),
-        position=int(row[3]),
-        speaker=same(row[4]),
-        role=same(row[5]),
-        text=row[6],
-        timestamp=None if row[7] is None else stored_timestamp(row[7]),
-        timestamp_raw=same(row[8]),
-        created_at=same(row[9]),
-        metadata=json.loads(row[10]) if row[10] not in (None, "", "{}") else _NO_METADATA,
-    )
-
 
 async def _refresh_sessions(
     db: aiosqlite.Connection, namespace: str, session_ids: Sequence[str]
 ) -> None:
-    for chunk in _chunks(list(session_ids), 500):
+    for chunk in chunks(list(session_ids), 500):
         await db.execute(
             "UPDATE sessions SET "
             "turn_count = (SELECT COUNT(*) FROM turns t WHERE t.namespace = sessions.namespace "
@@ -1086,152 +974,5 @@ async def _refresh_sessions(
         )
 
 
-async def _connect(
-    target: str, busy_timeout_ms: int, read_only: bool = False
-) -> aiosqlite.Connection:
-    """A connection to `target` (checked to be ours before anything is written to it);
-    closed again, its thread with it, when any step fails."""
-    if read_only:
-        uri = f"file:{quote(target)}?mode=ro"
-        db = await aiosqlite.connect(
-            uri, uri=True, isolation_level=None, timeout=busy_timeout_ms / 1000
-        )
-    else:
-        db = await aiosqlite.connect(target, isolation_level=None, timeout=busy_timeout_ms / 1000)
-    try:
-        await db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        await _check_ours(db, target)
-        if target != ":memory:" and not read_only:
-            await db.execute("PRAGMA journal_mode = WAL")
-        # FULL: a turn acknowledged by remember survives power loss, not only a process crash.
-        await db.execute("PRAGMA synchronous = FULL")
-        await db.execute("PRAGMA foreign_keys = ON")
-    except BaseException:
-        await db.close()
-        raise
-    return db
-
-
-async def _check_ours(db: aiosqlite.Connection, target: str) -> None:
-    """Refuse another application's database before anything (WAL mode, tables) changes it."""
-    async with db.execute("PRAGMA application_id") as cursor:
-        row = await cursor.fetchone()
-    async with db.execute(
-        "SELECT name FROM sqlite_master WHERE type IN ('table', 'view') "
-        "AND name NOT LIKE 'sqlite_%'"
-    ) as cursor:
-        tables = [str(r[0]) async for r in cursor]
-    files.check_ours(target, int(row[0]) if row else 0, tables)
-
-
-async def _current_version(db: aiosqlite.Connection) -> int:
-    async with db.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'"
-    ) as cursor:
-        if await cursor.fetchone() is None:
-            return 0
-    async with db.execute("SELECT MAX(version) FROM schema_version") as cursor:
-        row = await cursor.fetchone()
-    return int(row[0]) if row and row[0] is not None else 0
-
-
-async def _check_not_upgraded(db: aiosqlite.Connection) -> None:
-    """Refuse to write into a database a newer smartsearch-mcp migrated while this process
-    was running (an upgrade with a server still open): its writes could miss what the new
-    schema expects, e.g. indexing done by the writer rather than by a trigger."""
-    version = await _current_version(db)
-    if version > len(MIGRATIONS):
-        raise InputError(
-            f"the database was upgraded to schema version {version} by a newer smartsearch-mcp "
-            f"while this process ({len(MIGRATIONS)}) was running; nothing was written — "
-            "restart the server (or CLI) so it runs the new version"
-        )
-
-
-async def _begin_immediate(db: aiosqlite.Connection, attempts: int = 5) -> None:
-    """Take the database write lock. SQLite waits up to the busy timeout itself; the few
-    cases where it gives up at once (e.g. WAL recovery by another process) are retried."""
-    for attempt in range(1, attempts + 1):
-        try:
-            await db.execute("BEGIN IMMEDIATE")
-            return
-        except sqlite3.OperationalError as exc:
-            if not _is_busy(exc) or attempt == attempts:
-                raise
-            log.info("database busy at BEGIN (attempt %d of %d): %s", attempt, attempts, exc)
-            await anyio.sleep(0.05 * 2**attempt)
-
-
-def _is_full(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return (code & 0xFF) == sqlite3.SQLITE_FULL
-    return "disk is full" in str(exc)
-
-
-def _is_busy(exc: sqlite3.OperationalError) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return (code & 0xFF) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-async def _migrate(db: aiosqlite.Connection) -> None:
-    await _begin_immediate(db)
-    try:
-        version = await _current_version(db)
-        latest = len(MIGRATIONS)
-        if version > latest:
-            raise InputError(
-                f"the database has schema version {version}, newer than this smartsearch-mcp "
-                f"understands ({latest}); upgrade smartsearch-mcp"
-            )
-        async with db.execute("PRAGMA application_id") as cursor:
-            row = await cursor.fetchone()
-        if not row or int(row[0]) != files.APPLICATION_ID:
-            # Marks the file as ours (new databases, and ours from before it was set).
-            await db.execute(f"PRAGMA application_id = {files.APPLICATION_ID}")
-        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
-            for statement in statements:
-                await db.execute(statement)
-            await db.execute(
-                "INSERT INTO schema_version (version, applied_at) VALUES (?, ?)", (number, _now())
-            )
-            log.info("applied schema migration %d", number)
-        await db.commit()
-    except BaseException:
-        await db.rollback()
-        raise
-
-
 def _marks(n: int) -> str:
     return ", ".join("?" * n)
-
-
-def _chunks(items: list[Any], size: int) -> list[list[Any]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
-
-
-def _now() -> str:
-    return _iso(datetime.now(UTC))
-
-
-def _iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
-
-
-def _call_digest(namespace: str, session_id: str | None, turns: Sequence[_PreparedTurn]) -> str:
-    """What identifies a remember call as given: its namespace, its session_id (or none) and
-    each turn's key, role and metadata, in order."""
-    described = [
-        namespace,
-        session_id,
-        [[t.content_hash, t.role, t.metadata_json] for t in turns],
-    ]
-    return hashlib.sha256(
-        _IDENTITY_JSON.encode(described).encode("utf-8", "surrogatepass")
-    ).hexdigest()
-
-
-def _new_session_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:8]

@@ -1,0 +1,1026 @@
+"""The PostgreSQL store: the store contract (store/base.py) on a database a team shares,
+written and read by many server processes on many machines at once.
+
+Driver: psycopg 3 (async) with psycopg_pool — see docs/teams.md for why not asyncpg. The URL
+goes to libpq unchanged, so `sslmode=…`, `sslrootcert=…`, `options=…`, service files and
+PG* environment variables work as with psql.
+
+One writer at a time: every transaction that adds or deletes turns first updates the one row
+of `store_changes`, which holds that row's lock until it commits. Writers on every machine
+queue there (no deadlock: nothing else is locked first), ids are taken under the lock (so
+they commit in increasing order, and a call's ids are in input order), and the row's
+`version` is the `data_version` every reader sees change when anyone commits. Re-send
+recognition and session positions are then exactly SQLite's.
+
+Full text: `turns.fts`, a generated tsvector (English stems, no stop words) with a GIN index;
+`search_fts` ranks with `ts_rank_cd` (cover density divided by the document's length — BM25's
+limit for turns longer than average; a BM25-like rank, not BM25, which SQLite's FTS5 gives).
+grep's substring prefilter uses a pg_trgm GIN index. Vectors are bytea, scored in Python as
+with SQLite; pgvector is detected at open and reported, not used yet.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from smartsearch_mcp.store import queries as sql
+from smartsearch_mcp.store.dedupe import match_resent
+from smartsearch_mcp.store.files import DatabaseError
+from smartsearch_mcp.store.postgres_schema import MIGRATIONS, TS_CONFIG
+from smartsearch_mcp.store.postgres_url import guard_driver_logs, mask_url, scrub
+from smartsearch_mcp.store.turns import (
+    CONTEXT_SUFFIX,
+    DEFAULT_MAX_CALL_CHARS,
+    RETRY_WINDOW,
+    TRANSFER_TABLES,
+    PreparedTurn,
+    SharedValues,
+    TurnChecks,
+    call_digest,
+    check_id,
+    check_name,
+    iso,
+    new_session_id,
+    now,
+    row_to_turn,
+    rows_to_turns,
+)
+from smartsearch_mcp.types import (
+    ForgetResult,
+    InputError,
+    NotFoundError,
+    RememberResult,
+    Scope,
+    SessionInfo,
+    SmartSearchError,
+    StoreStats,
+    Turn,
+    TurnInput,
+)
+
+try:
+    import psycopg
+    import psycopg.errors
+    from psycopg_pool import AsyncConnectionPool, PoolTimeout
+except ImportError as exc:  # pragma: no cover - the message is tested through open_store
+    raise ImportError(
+        "a postgresql:// database needs the PostgreSQL driver: pip install -e '.[postgres]' "
+        "(or pip install 'smartsearch-mcp[postgres]')"
+    ) from exc
+
+log = logging.getLogger(__name__)
+
+_TURN_COLUMNS = (
+    "id, namespace, session_id, position, speaker, role, text, timestamp, timestamp_raw, "
+    "created_at, metadata"
+)
+_M = "%s"  # psycopg's placeholder
+# Whether this schema (the first of the search path) holds the version table.
+_HAS_VERSION_TABLE = (
+    "SELECT to_regclass(quote_ident(current_schema()) || '.schema_version') IS NOT NULL"
+)
+# A key for pg_advisory_xact_lock: one migration at a time, whichever process starts.
+_MIGRATION_LOCK = 0x53536D63
+POOL_MAX = 4
+CONNECT_TIMEOUT_S = 10.0
+FETCH_CHUNK = 512
+SIZE_EXACT_TURNS = 20_000
+SIZE_PROBES = 64
+SIZE_PROBE_TURNS = 8
+
+_Phase = tuple[str, str, str, Callable[[Turn], list[Any]]]
+
+
+class PostgresStore(TurnChecks):
+    """The memory in a PostgreSQL database. Create with `await PostgresStore.open(url)`."""
+
+    def __init__(
+        self,
+        url: str,
+        pool: AsyncConnectionPool[Any],
+        max_turns_per_call: int,
+        max_text_chars: int,
+        max_call_chars: int,
+    ) -> None:
+        self.url = url
+        self.path = mask_url(url)
+        self._pool = pool
+        self.max_turns_per_call = max_turns_per_call
+        self.max_text_chars = max_text_chars
+        self.max_call_chars = max_call_chars
+        self.retry_window = RETRY_WINDOW
+        self.clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+        self.read_only = False
+        self.pgvector: str | None = None  # the extension's version when installed
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        max_turns_per_call: int = 10_000,
+        max_text_chars: int = 1_000_000,
+        read_only: bool = False,
+        max_call_chars: int = DEFAULT_MAX_CALL_CHARS,
+        pool_size: int = POOL_MAX,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> PostgresStore:
+        """Connect to the database at `url` and migrate it (unless `read_only`: then the
+        schema must be current, e.g. a read replica of a migrated primary). A database that
+        cannot be reached raises DatabaseError naming the URL (password masked)."""
+        guard_driver_logs(url)
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if read_only:
+            kwargs["options"] = "-c default_transaction_read_only=on"
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs=kwargs,
+            open=False,
+            timeout=connect_timeout_s,
+            check=AsyncConnectionPool.check_connection,
+            name="smartsearch",
+        )
+        store = cls(url, pool, max_turns_per_call, max_text_chars, max_call_chars)
+        store.read_only = read_only
+        try:
+            # One connection first: a server that is down or refuses us is reported with
+            # libpq's own reason at once (the pool would retry until its timeout).
+            probe = await psycopg.AsyncConnection.connect(
+                url, connect_timeout=max(1, round(connect_timeout_s)), **kwargs
+            )
+            await probe.close()
+            await pool.open(wait=True, timeout=connect_timeout_s)
+            if read_only:
+                version = await store.schema_version()
+                if version == 0:
+                    raise DatabaseError(
+                        f"no memory in the database {store.path} yet: store something first "
+                        "(`smartsearch-mcp remember`), or check --db (or $SMARTSEARCH_DB)"
+                    )
+                if version != len(MIGRATIONS):
+                    raise DatabaseError(
+                        f"the database {store.path} has schema version {version}, this "
+                        f"smartsearch-mcp uses {len(MIGRATIONS)}: open it writable once (on the "
+                        "primary) to migrate it"
+                    )
+            else:
+                await store._migrate()
+            store.pgvector = await store._extension_version("vector")
+            if store.pgvector:
+                log.info(
+                    "pgvector %s is installed; vectors are still kept as bytea and scored "
+                    "in this process",
+                    store.pgvector,
+                )
+        except BaseException as exc:
+            await pool.close()
+            if isinstance(exc, SmartSearchError):
+                raise
+            if isinstance(exc, psycopg.OperationalError | PoolTimeout):
+                raise store._unreachable(exc) from None
+            if isinstance(exc, psycopg.Error):  # e.g. no privilege to create the tables
+                raise store._failed(exc) from None
+            raise
+        return store
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+    async def schema_version(self) -> int:
+        async with self._cursor() as cur:
+            await cur.execute(_HAS_VERSION_TABLE)
+            row = await cur.fetchone()
+            if not row or not row[0]:
+                return 0
+            await cur.execute("SELECT coalesce(max(version), 0) FROM schema_version")
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    # ------------------------------------------------------------------ connections
+
+    def _unreachable(self, exc: BaseException) -> DatabaseError:
+        detail = scrub(str(exc).strip().splitlines()[0] if str(exc).strip() else "", self.url)
+        return DatabaseError(
+            f"the database {self.path} cannot be reached ({detail or type(exc).__name__}): "
+            "check that PostgreSQL is running and the URL (host, port, user, sslmode); this "
+            "call may not have been completed — send it again once the database is back (a "
+            "re-sent remember is recognised and stored once)"
+        )
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection; a lost or unreachable server becomes one DatabaseError (the
+        pool reconnects on the next call)."""
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            if isinstance(exc, psycopg.errors.QueryCanceled | psycopg.errors.DiskFull):
+                raise self._failed(exc) from None
+            raise self._unreachable(exc) from None
+        except psycopg.errors.ReadOnlySqlTransaction as exc:
+            raise DatabaseError(
+                f"the database {self.path} is read-only (a replica, or opened read-only): "
+                "write through the primary"
+            ) from exc
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise DatabaseError(
+                f"the database {self.path} refused this role: {_first_line(exc, self.url)} — "
+                "grant it what docs/teams.md lists (a least-privilege role)"
+            ) from exc
+
+    def _failed(self, exc: BaseException) -> DatabaseError:
+        return DatabaseError(f"the database {self.path} failed: {_first_line(exc, self.url)}")
+
+    @asynccontextmanager
+    async def _cursor(self) -> AsyncIterator[psycopg.AsyncCursor[Any]]:
+        async with self._connection() as conn, conn.cursor() as cur:
+            yield cur
+
+    @asynccontextmanager
+    async def _write_transaction(self) -> AsyncIterator[psycopg.AsyncCursor[Any]]:
+        """A cursor inside one transaction holding the store's write lock (module doc):
+        committed when the block ends, rolled back if it raises."""
+        if self.read_only:
+            raise InputError(f"the memory {self.path} was opened read-only; nothing was written")
+        async with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await cur.execute(
+                "UPDATE store_changes SET version = version + 1 WHERE id = 1 "
+                "RETURNING (SELECT max(version) FROM schema_version)"
+            )
+            row = await cur.fetchone()
+            version = int(row[0]) if row and row[0] is not None else 0
+            if version > len(MIGRATIONS):
+                raise InputError(
+                    f"the database was upgraded to schema version {version} by a newer "
+                    f"smartsearch-mcp while this process ({len(MIGRATIONS)}) was running; "
+                    "nothing was written — restart the server (or CLI) so it runs the new version"
+                )
+            yield cur
+
+    async def _migrate(self) -> None:
+        if await self.schema_version() == len(MIGRATIONS):
+            return  # current: no lock, no DDL (a least-privilege role, a read-only replica)
+        async with self._connection() as conn:
+            # A session lock taken before the transaction: the migration's transaction then
+            # starts after the one before it committed, and sees its tables (a transaction
+            # that waited for a lock inside itself could still read the catalog as it was).
+            await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    await self._migrate_locked(cur)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+
+    async def _migrate_locked(self, cur: psycopg.AsyncCursor[Any]) -> None:
+        await cur.execute(_HAS_VERSION_TABLE)
+        row = await cur.fetchone()
+        version = 0
+        if row and row[0]:
+            await cur.execute("SELECT coalesce(max(version), 0) FROM schema_version")
+            row = await cur.fetchone()
+            version = int(row[0]) if row else 0
+        else:
+            await cur.execute(
+                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() "
+                "AND tablename IN ('turns', 'sessions')"
+            )
+            row = await cur.fetchone()
+            if row and int(row[0]):
+                raise DatabaseError(
+                    f"the database {self.path} holds tables named turns or sessions that "
+                    "are not smartsearch-mcp's: nothing was changed — give the memory a "
+                    "database (or schema, through options=-csearch_path=…) of its own"
+                )
+        latest = len(MIGRATIONS)
+        if version > latest:
+            raise InputError(
+                f"the database has schema version {version}, newer than this "
+                f"smartsearch-mcp understands ({latest}); upgrade smartsearch-mcp"
+            )
+        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in statements:
+                await cur.execute(statement)
+            await cur.execute(
+                "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
+                (number, now()),
+            )
+            log.info("applied PostgreSQL schema migration %d", number)
+
+    async def _extension_version(self, name: str) -> str | None:
+        async with self._cursor() as cur:
+            await cur.execute("SELECT extversion FROM pg_extension WHERE extname = %s", (name,))
+            row = await cur.fetchone()
+        return str(row[0]) if row else None
+
+    # ------------------------------------------------------------------ writes
+
+    async def remember(
+        self, namespace: str, session_id: str | None, turns: Sequence[TurnInput]
+    ) -> RememberResult:
+        """Store `turns` in one transaction; ids in input order (as SQLiteStore.remember)."""
+        namespace = check_name("namespace", namespace)
+        given_session = check_name("session_id", session_id) if session_id else None
+        prepared = await anyio.to_thread.run_sync(self.check_turns, turns)
+        _refuse_nul(prepared)
+        digest = call_digest(namespace, given_session, prepared)
+        created_at = now()
+        async with self._write_transaction() as cur:
+            session, known_ids = await self._recorded_call(cur, namespace, digest)
+            if known_ids is not None and session is not None:
+                return RememberResult(
+                    ids=known_ids,
+                    session_id=session,
+                    namespace=namespace,
+                    stored=0,
+                    duplicates_skipped=len(known_ids),
+                )
+            session = given_session or session or new_session_id()
+            await cur.execute(
+                "SELECT id, content_hash, position FROM turns "
+                "WHERE namespace = %s AND session_id = %s ORDER BY position, id",
+                (namespace, session),
+            )
+            stored = [(int(r[0]), str(r[1]), int(r[2])) for r in await cur.fetchall()]
+            matches = match_resent([h for _, h, _ in stored], [t.content_hash for t in prepared])
+            position = stored[-1][2] + 1 if stored else 0
+            new = sum(1 for m in matches if m is None)
+            next_id = 0
+            if new:
+                # Under the write lock nobody else takes ids: a block of `new` ids in order.
+                await cur.execute(
+                    "SELECT setval('turns_id_seq', nextval('turns_id_seq') + %s - 1)", (new,)
+                )
+                row = await cur.fetchone()
+                next_id = int(row[0]) - new + 1 if row else 1
+            ids: list[int] = []
+            rows: list[tuple[Any, ...]] = []
+            for turn, match in zip(prepared, matches, strict=True):
+                if match is not None:
+                    ids.append(stored[match][0])
+                    continue
+                ids.append(next_id)
+                rows.append(
+                    (
+                        next_id,
+                        namespace,
+                        session,
+                        position,
+                        turn.speaker,
+                        turn.role,
+                        turn.text,
+                        turn.timestamp,
+                        turn.timestamp_raw,
+                        created_at,
+                        turn.metadata_json,
+                        turn.content_hash,
+                    )
+                )
+                next_id += 1
+                position += 1
+            await cur.execute(
+                "INSERT INTO sessions (namespace, id, created_at, turn_count) "
+                "VALUES (%s, %s, %s, 0) ON CONFLICT (namespace, id) DO NOTHING",
+                (namespace, session, created_at),
+            )
+            if rows:
+                async with cur.copy(
+                    f"COPY turns ({_TURN_COLUMNS}, content_hash) FROM STDIN"
+                ) as copy:
+                    for values in rows:
+                        await copy.write_row(values)
+                await _refresh_sessions(cur, namespace, [session])
+            await cur.execute(
+                "INSERT INTO remember_calls (namespace, digest, session_id, ids, created_at) "
+                "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (namespace, digest) DO UPDATE SET "
+                "session_id = EXCLUDED.session_id, ids = EXCLUDED.ids, "
+                "created_at = EXCLUDED.created_at",
+                (namespace, digest, session, json.dumps(ids), iso(self.clock())),
+            )
+        return RememberResult(
+            ids=ids,
+            session_id=session,
+            namespace=namespace,
+            stored=len(rows),
+            duplicates_skipped=len(prepared) - len(rows),
+        )
+
+    async def _recorded_call(
+        self, cur: psycopg.AsyncCursor[Any], namespace: str, digest: str
+    ) -> tuple[str | None, list[int] | None]:
+        """As SQLiteStore._recorded_call."""
+        cutoff = iso(self.clock() - self.retry_window)
+        # One round trip: the expired records go, and (the query reads the snapshot from
+        # before the delete) an expired record is not taken for a retry.
+        await cur.execute(
+            "WITH expired AS (DELETE FROM remember_calls WHERE created_at < %s) "
+            "SELECT session_id, ids FROM remember_calls WHERE namespace = %s AND digest = %s "
+            "AND created_at >= %s",
+            (cutoff, namespace, digest, cutoff),
+        )
+        row = await cur.fetchone()
+        if row is None:
+            return None, None
+        session, ids = str(row[0]), [int(i) for i in json.loads(row[1])]
+        await cur.execute(
+            "SELECT id FROM turns WHERE namespace = %s AND session_id = %s", (namespace, session)
+        )
+        present = {int(r[0]) for r in await cur.fetchall()}
+        if present.issuperset(ids):
+            return session, ids
+        return (session if present else None), None
+
+    async def forget(
+        self,
+        namespace: str,
+        *,
+        ids: Sequence[int] | None = None,
+        session_id: str | None = None,
+        whole_namespace: bool = False,
+    ) -> ForgetResult:
+        """Delete turns by id, a whole session, or (explicitly) a whole namespace."""
+        namespace = check_name("namespace", namespace)
+        if not ids and not session_id and not whole_namespace:
+            raise InputError("forget needs ids, a session_id, or the whole namespace")
+        where, params = "namespace = %s", [namespace]
+        if session_id:
+            where += " AND session_id = %s"
+            params.append(check_name("session_id", session_id))
+        wanted = sorted({check_id(i) for i in ids}) if ids else None
+        async with self._write_transaction() as cur:
+            if wanted is not None:
+                where += " AND id = ANY(%s)"
+                params.append(wanted)  # type: ignore[arg-type]
+            await cur.execute(f"SELECT id, session_id FROM turns WHERE {where} ORDER BY id", params)
+            found = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+            if wanted is not None:
+                missing = sorted(set(wanted) - {i for i, _ in found})
+                if missing:
+                    more = f" ({len(missing)} in all)" if len(missing) > 20 else ""
+                    raise NotFoundError(
+                        f"no turns with ids {missing[:20]}{more} in namespace {namespace!r}; "
+                        "nothing was deleted (recall, grep and timeline show each turn's id)"
+                    )
+            if session_id and not found:
+                raise NotFoundError(
+                    f"no session {session_id!r} in namespace {namespace!r}; nothing was deleted"
+                )
+            deleted_ids = [i for i, _ in found]
+            touched = sorted({s for _, s in found})
+            if deleted_ids:
+                # Vectors that embed a deleted turn as context of the next one go with it.
+                await cur.execute(
+                    "DELETE FROM embeddings WHERE model LIKE %s AND turn_id IN ("
+                    "SELECT n.id FROM turns d JOIN turns n ON n.namespace = d.namespace "
+                    "AND n.session_id = d.session_id AND n.position = d.position + 1 "
+                    "WHERE d.id = ANY(%s))",
+                    (f"%{CONTEXT_SUFFIX}", deleted_ids),
+                )
+                await cur.execute("DELETE FROM turns WHERE id = ANY(%s)", (deleted_ids,))
+            emptied: list[str] = []
+            if touched:
+                await _refresh_sessions(cur, namespace, touched)
+                await cur.execute(
+                    "DELETE FROM sessions WHERE namespace = %s AND turn_count = 0 "
+                    "AND id = ANY(%s) RETURNING id",
+                    (namespace, touched),
+                )
+                emptied = sorted(str(r[0]) for r in await cur.fetchall())
+            if whole_namespace:
+                await cur.execute("DELETE FROM sessions WHERE namespace = %s", (namespace,))
+        return ForgetResult(
+            deleted_turn_ids=deleted_ids, deleted_sessions=emptied, namespace=namespace
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    async def get_turns(
+        self, ids: Sequence[int], namespaces: Sequence[str] | None = None
+    ) -> list[Turn]:
+        """Turns by id, in the order given; ids not found (or outside `namespaces`) are left out."""
+        if not ids:
+            return []
+        wanted = [check_id(i) for i in ids]
+        sql_text = f"SELECT {_TURN_COLUMNS} FROM turns WHERE id = ANY(%s)"
+        params: list[Any] = [wanted]
+        if namespaces is not None:
+            sql_text += " AND namespace = ANY(%s)"
+            params.append(list(namespaces))
+        by_id = {turn.id: turn for turn in await self._fetch_turns(sql_text, params)}
+        return [by_id[i] for i in wanted if i in by_id]
+
+    async def session_turns(self, namespace: str, session_id: str) -> list[Turn]:
+        turns = await self._fetch_turns(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = %s AND session_id = %s "
+            "ORDER BY position",
+            (namespace, session_id),
+        )
+        if not turns:
+            raise NotFoundError(
+                f"no session {session_id!r} in namespace {namespace!r} "
+                "(read memory://sessions for the list)"
+            )
+        return turns
+
+    async def list_sessions(
+        self, namespace: str | None = None, limit: int = 1000, offset: int = 0
+    ) -> list[SessionInfo]:
+        where, params = ("WHERE namespace = %s", [namespace]) if namespace else ("", [])
+        async with self._cursor() as cur:
+            await cur.execute(
+                "SELECT id, namespace, first_timestamp, last_timestamp, turn_count FROM sessions "
+                f"{where} ORDER BY COALESCE(last_timestamp, created_at) DESC, id "
+                "LIMIT %s OFFSET %s",
+                [*params, limit, offset],
+            )
+            rows = await cur.fetchall()
+        return [
+            SessionInfo(
+                id=r[0], namespace=r[1], first_timestamp=r[2], last_timestamp=r[3], turn_count=r[4]
+            )
+            for r in rows
+        ]
+
+    async def namespaces(self) -> dict[str, int]:
+        async with self._cursor() as cur:
+            await cur.execute(
+                "SELECT namespace, count(*) FROM turns GROUP BY namespace ORDER BY namespace"
+            )
+            return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
+
+    async def stats(self, namespace: str | None = None) -> StoreStats:
+        where, params = ("WHERE namespace = %s", [namespace]) if namespace else ("", [])
+        async with self._cursor() as cur:
+            await cur.execute(
+                f"SELECT count(*), min(timestamp), max(timestamp) FROM turns {where}", params
+            )
+            row = await cur.fetchone()
+            await cur.execute(f"SELECT count(*) FROM sessions {where}", params)
+            sessions_row = await cur.fetchone()
+            await cur.execute(
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
+                "AND c.relname IN ('turns', 'sessions', 'embeddings', 'remember_calls')"
+            )
+            size_row = await cur.fetchone()
+        namespaces = await self.namespaces()
+        if namespace:
+            namespaces = {k: v for k, v in namespaces.items() if k == namespace}
+        return StoreStats(
+            turns=int(row[0]) if row else 0,
+            sessions=int(sessions_row[0]) if sessions_row else 0,
+            namespaces=namespaces,
+            first_timestamp=row[1] if row else None,
+            last_timestamp=row[2] if row else None,
+            database=self.path,
+            schema_version=await self.schema_version(),
+            size_bytes=int(size_row[0]) if size_row else 0,
+        )
+
+    async def scope_turns(self, scope: Scope) -> list[Turn]:
+        where, params = sql.scope_filter(scope, mark=_M)
+        return await self._fetch_turns(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} ORDER BY id", params
+        )
+
+    async def scope_fingerprint(self, scope: Scope) -> tuple[int, int]:
+        """(turns, highest turn id) of `scope`. Exact across machines: ids are taken and
+        committed in increasing order under the write lock, and never reused."""
+        where, params = sql.scope_filter(scope, mark=_M)
+        async with self._cursor() as cur:
+            await cur.execute(
+                f"SELECT count(*), coalesce(max(id), 0) FROM turns WHERE {where}", params
+            )
+            row = await cur.fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    async def scope_size(self, scope: Scope) -> tuple[int, int, int]:
+        """(turns, characters of text, highest turn id) of `scope`, as SQLiteStore's."""
+        where, params = sql.scope_filter(scope, mark=_M)
+        async with self._cursor() as cur:
+            await cur.execute(
+                "SELECT count(*), coalesce(min(id), 0), coalesce(max(id), 0) FROM turns "
+                f"WHERE {where}",
+                params,
+            )
+            row = await cur.fetchone()
+            turns, first, last = (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
+            if turns <= SIZE_EXACT_TURNS:
+                await cur.execute(
+                    f"SELECT coalesce(sum(length(text)), 0) FROM turns WHERE {where}", params
+                )
+                row = await cur.fetchone()
+                return turns, int(row[0]) if row else 0, last
+            lengths: list[int] = []
+            for probe in range(SIZE_PROBES):
+                at = first + (last - first) * probe // SIZE_PROBES
+                await cur.execute(
+                    f"SELECT length(text) FROM turns WHERE {where} AND id >= %s "
+                    f"ORDER BY id LIMIT {SIZE_PROBE_TURNS}",
+                    [*params, at],
+                )
+                lengths.extend(int(r[0]) for r in await cur.fetchall())
+        return turns, round(turns * sum(lengths) / max(1, len(lengths))), last
+
+    async def scope_pages(
+        self, scope: Scope, batch: int = 2000, through_id: int | None = None
+    ) -> AsyncIterator[list[Turn]]:
+        """The turns of `scope` in id order, a page at a time, up to `through_id`."""
+        where, params = sql.scope_filter(scope, mark=_M)
+        if through_id is not None:
+            where += " AND id <= %s"
+            params.append(through_id)
+        phase: _Phase = ("TRUE", "id", "id > %s", lambda turn: [turn.id])
+        async for page in self._keyset_pages(where, params, (phase,), batch):
+            yield page
+
+    async def timeline_turns(self, scope: Scope, limit: int, latest: bool = False) -> list[Turn]:
+        where, params = sql.scope_filter(scope, mark=_M)
+        direction = "DESC" if latest else "ASC"
+        # NULLS FIRST ascending (and last descending): SQLite sorts NULL below everything.
+        nulls = "NULLS LAST" if latest else "NULLS FIRST"
+        turns = await self._fetch_turns(
+            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} "
+            f"ORDER BY timestamp {direction} {nulls}, session_id {direction}, "
+            f"position {direction}, id {direction} LIMIT %s",
+            [*params, limit],
+        )
+        return turns[::-1] if latest else turns
+
+    async def iter_scope_turns(
+        self, scope: Scope, batch: int = 1000, contains: str | None = None
+    ) -> AsyncIterator[Turn]:
+        """Every turn of `scope`, most recent first (as SQLiteStore's); `contains` is served
+        by the trigram index."""
+        where, params = sql.scope_filter(scope, mark=_M)
+        if contains is not None:
+            where = f"{where} AND {sql.folded('text')} LIKE %s"
+            params.append(sql.like_contains(contains))
+        phases: tuple[_Phase, ...] = (
+            (
+                "timestamp IS NOT NULL",
+                "timestamp DESC, id DESC",
+                "(timestamp, id) < (%s, %s)",
+                lambda turn: [turn.timestamp, turn.id],
+            ),
+            ("timestamp IS NULL", "id DESC", "id < %s", lambda turn: [turn.id]),
+        )
+        async for page in self._keyset_pages(where, params, phases, batch):
+            for turn in page:
+                yield turn
+
+    async def count_turns(self, scope: Scope) -> int:
+        where, params = sql.scope_filter(scope, mark=_M)
+        async with self._cursor() as cur:
+            await cur.execute(f"SELECT count(*) FROM turns WHERE {where}", params)
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]:
+        """(turn id, rank — higher is better), best first, within `scope`, for an expression
+        `fts_any` built: its phrases as tsquery phrases, ranked by `ts_rank_cd` divided by
+        the document's length (see the module doc)."""
+        phrases = _query_words(sql.fts_phrases(match or ""))
+        if not phrases or limit <= 0:
+            return []
+        where, params = sql.scope_filter(scope, alias="t", mark=_M)
+        query = _tsquery(len(phrases))
+        async with self._cursor() as cur:
+            await cur.execute(
+                f"SELECT t.id, ts_rank_cd(t.fts, q.query, 2) AS score FROM turns t, "
+                f"(SELECT {query} AS query) q WHERE t.fts @@ q.query AND {where} "
+                "ORDER BY score DESC, t.id LIMIT %s",
+                [*phrases, *params, limit],
+            )
+            return [(int(r[0]), float(r[1])) for r in await cur.fetchall()]
+
+    async def fts_doc_counts(self, phrases: Sequence[str]) -> dict[str, int]:
+        """How many turns (in every namespace) the full-text index finds for each phrase."""
+        counts: dict[str, int] = {}
+        async with self._cursor() as cur:
+            for phrase in dict.fromkeys(phrases):
+                words = _query_words(sql.fts_phrases(phrase))
+                if not words:
+                    counts[phrase] = 0
+                    continue
+                await cur.execute(
+                    f"SELECT count(*) FROM turns WHERE fts @@ {_tsquery(len(words))}", words
+                )
+                row = await cur.fetchone()
+                counts[phrase] = int(row[0]) if row else 0
+        return counts
+
+    async def turn_count_estimate(self) -> int:
+        async with self._cursor() as cur:
+            await cur.execute("SELECT coalesce(max(id), 0) FROM turns")
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def data_version(self) -> int:
+        """The count of committed writes of turns, by any process on any machine."""
+        async with self._cursor() as cur:
+            await cur.execute("SELECT version FROM store_changes WHERE id = 1")
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def iter_turns(
+        self, namespace: str | None = None, batch: int = 1000
+    ) -> AsyncIterator[Turn]:
+        """All turns (of one namespace, or all) in id order, as one consistent snapshot (a
+        repeatable-read transaction: an export while servers write)."""
+        where, params = ("WHERE namespace = %s", [namespace]) if namespace else ("", [])
+        shared = SharedValues()
+        async with self._connection() as conn:
+            await conn.set_autocommit(False)
+            try:
+                await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ)
+                async with (
+                    conn.transaction(),
+                    conn.cursor(name="smartsearch_export") as cur,
+                ):
+                    await cur.execute(
+                        f"SELECT {_TURN_COLUMNS} FROM turns {where} ORDER BY id", params
+                    )
+                    while rows := await cur.fetchmany(batch):
+                        for row in rows:
+                            yield row_to_turn(row, shared)
+            finally:
+                await conn.set_isolation_level(None)
+                await conn.set_autocommit(True)
+
+    async def get_embeddings(
+        self, model: str, keys: Sequence[tuple[int, int]]
+    ) -> dict[tuple[int, int], bytes]:
+        """Cached vectors for (turn id, passage start) keys; missing keys are left out."""
+        wanted = set(keys)
+        if not wanted:
+            return {}
+        found: dict[tuple[int, int], bytes] = {}
+        async with self._cursor() as cur:
+            await cur.execute(
+                "SELECT turn_id, start, vector FROM embeddings WHERE model = %s "
+                "AND turn_id = ANY(%s)",
+                (model, sorted({k[0] for k in wanted})),
+            )
+            for turn_id, start, vector in await cur.fetchall():
+                if (turn_id, start) in wanted:
+                    found[(int(turn_id), int(start))] = bytes(vector)
+        return found
+
+    async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None:
+        """Cache vectors; entries whose turn was deleted meanwhile are dropped. Waits for the
+        write lock (without counting a change): no deadlock with a concurrent forget."""
+        if not items or self.read_only:
+            return
+        latest = {(t, s): v for t, s, v in items}  # one row per key (ON CONFLICT needs it)
+        async with self._connection() as conn, conn.transaction(), conn.cursor() as cur:
+            await cur.execute("SELECT 1 FROM store_changes WHERE id = 1 FOR NO KEY UPDATE")
+            await cur.execute(
+                "INSERT INTO embeddings (model, turn_id, start, vector) "
+                "SELECT %s, u.t, u.s, u.v FROM unnest(%s::bigint[], %s::int[], %s::bytea[]) "
+                "AS u(t, s, v) WHERE EXISTS (SELECT 1 FROM turns WHERE id = u.t) "
+                "ON CONFLICT (model, turn_id, start) DO UPDATE SET vector = EXCLUDED.vector",
+                (
+                    model,
+                    [k[0] for k in latest],
+                    [k[1] for k in latest],
+                    list(latest.values()),
+                ),
+            )
+
+    async def turns_without_embeddings(
+        self, model: str, limit: int, after_id: int = 0
+    ) -> list[Turn]:
+        return await self._fetch_turns(
+            f"SELECT {_TURN_COLUMNS} FROM turns t WHERE t.id > %s AND NOT EXISTS (SELECT 1 "
+            "FROM embeddings e WHERE e.model = %s AND e.turn_id = t.id) ORDER BY t.id LIMIT %s",
+            (after_id, model, limit),
+        )
+
+    async def count_turns_without_embeddings(self, model: str) -> int:
+        async with self._cursor() as cur:
+            await cur.execute(
+                "SELECT count(*) FROM turns t WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
+                "WHERE e.model = %s AND e.turn_id = t.id)",
+                (model,),
+            )
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]:
+        wanted = [check_id(i) for i in ids]
+        if not wanted:
+            return {}
+        shared = SharedValues()
+        async with self._cursor() as cur:
+            await cur.execute(
+                "SELECT t.id, "
+                + ", ".join(f"p.{c.strip()}" for c in _TURN_COLUMNS.split(","))
+                + " FROM turns t JOIN turns p ON p.namespace = t.namespace "
+                "AND p.session_id = t.session_id AND p.position = t.position - 1 "
+                "WHERE t.id = ANY(%s)",
+                (wanted,),
+            )
+            return {int(row[0]): row_to_turn(row[1:], shared) for row in await cur.fetchall()}
+
+    async def backup(self, destination: str | Path) -> None:
+        raise InputError(
+            f"the memory {self.path} is a PostgreSQL database: back it up with pg_dump "
+            "(docs/teams.md, Backups), or export it (`smartsearch-mcp export`)"
+        )
+
+    async def integrity_check(self) -> list[str]:
+        """Sessions whose counts disagree with their turns, and turns missing from the
+        full-text index (PostgreSQL checks its own pages: amcheck is for administrators)."""
+        problems: list[str] = []
+        async with self._cursor() as cur:
+            await cur.execute(
+                "SELECT s.namespace, s.id, s.turn_count, count(t.id) FROM sessions s "
+                "LEFT JOIN turns t ON t.namespace = s.namespace AND t.session_id = s.id "
+                "GROUP BY s.namespace, s.id, s.turn_count "
+                "HAVING s.turn_count <> count(t.id) LIMIT 20"
+            )
+            for ns, session, said, real in await cur.fetchall():
+                problems.append(
+                    f"session {ns}/{session} says {said} turns, holds {real} (a forget or "
+                    "remember repairs it)"
+                )
+            await cur.execute("SELECT count(*) FROM turns WHERE fts IS NULL")
+            row = await cur.fetchone()
+            if row and int(row[0]):
+                problems.append(f"{int(row[0])} turns are missing from the full-text index")
+        return problems
+
+    async def table_rows(
+        self, table: str, after: Sequence[Any] | None, limit: int
+    ) -> list[tuple[Any, ...]]:
+        """Up to `limit` rows of one of `TRANSFER_TABLES` in key order, after key `after`."""
+        columns, key = TRANSFER_TABLES[table]
+        marks = ", ".join([_M] * len(key))
+        where = f"WHERE ({', '.join(key)}) > ({marks})" if after else ""
+        async with self._cursor() as cur:
+            await cur.execute(
+                f"SELECT {', '.join(columns)} FROM {table} {where} "
+                f"ORDER BY {', '.join(key)} LIMIT {int(limit)}",
+                list(after or ()),
+            )
+            rows = await cur.fetchall()
+        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
+
+    async def table_count(self, table: str) -> int:
+        TRANSFER_TABLES[table]  # only these tables
+        async with self._cursor() as cur:
+            await cur.execute(f"SELECT count(*) FROM {table}")
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def put_table_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> int:
+        """As SQLiteStore.put_table_rows; the id sequence is moved past the copied ids."""
+        columns, key = TRANSFER_TABLES[table]
+        if not rows:
+            return 0
+        names = ", ".join(columns)
+        async with self._write_transaction() as cur:
+            if table == "turns":
+                _refuse_nul_rows(rows)
+                await cur.execute(
+                    "SELECT id FROM turns WHERE id = ANY(%s)", ([int(r[0]) for r in rows],)
+                )
+                present = {int(r[0]) for r in await cur.fetchall()}
+                new_rows = [r for r in rows if int(r[0]) not in present]
+                async with cur.copy(f"COPY turns ({names}) FROM STDIN") as copy:
+                    for values in new_rows:
+                        await copy.write_row(values)
+                await cur.execute(
+                    "SELECT setval('turns_id_seq', greatest((SELECT max(id) FROM turns), "
+                    "(SELECT last_value FROM turns_id_seq)))"
+                )
+                return len(new_rows)
+            if table == "sessions":
+                update = ", ".join(f"{c} = EXCLUDED.{c}" for c in columns if c not in key)
+                conflict = f"DO UPDATE SET {update}"
+            else:
+                conflict = "DO NOTHING"
+            marks = ", ".join([_M] * len(columns))
+            await cur.executemany(
+                f"INSERT INTO {table} ({names}) VALUES ({marks}) "
+                f"ON CONFLICT ({', '.join(key)}) {conflict}",
+                [tuple(r) for r in rows],
+            )
+            return len(rows) if table == "sessions" else max(0, cur.rowcount)
+
+    # ------------------------------------------------------------------ helpers
+
+    async def _keyset_pages(
+        self, where: str, params: Sequence[Any], phases: Sequence[_Phase], batch: int
+    ) -> AsyncIterator[list[Turn]]:
+        """As SQLiteStore._keyset_pages, on `turns`."""
+        for rows, order, after, after_params in phases:
+            last: Turn | None = None
+            while True:
+                page_where, page_params = f"{where} AND {rows}", list(params)
+                if last is not None:
+                    page_where += f" AND {after}"
+                    page_params += after_params(last)
+                turns = await self._fetch_turns(
+                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
+                    f"ORDER BY {order} LIMIT {int(batch)}",
+                    page_params,
+                )
+                if turns:
+                    yield turns
+                if len(turns) < batch:
+                    break
+                last = turns[-1]
+
+    async def _fetch_turns(self, sql_text: str, params: Sequence[Any]) -> list[Turn]:
+        async with self._cursor() as cur:
+            await cur.execute(sql_text, params)
+            rows = await cur.fetchall()
+        shared = SharedValues()
+        if len(rows) < FETCH_CHUNK:
+            return [row_to_turn(row, shared) for row in rows]
+        return await anyio.to_thread.run_sync(rows_to_turns, rows, shared)
+
+
+def _first_line(exc: BaseException, url: str) -> str:
+    """The driver's message, its first line (PostgreSQL adds the statement after it), with
+    the URL's password masked."""
+    lines = str(exc).strip().splitlines()
+    return scrub(lines[0], url) if lines else type(exc).__name__
+
+
+def _query_words(phrases: list[str]) -> list[str]:
+    """Phrases of words as the document's text is parsed (`FTS_DOCUMENT`: "_" is a space)."""
+    return [p.replace("_", " ") for p in phrases if p.replace("_", " ").strip()]
+
+
+def _tsquery(phrases: int) -> str:
+    """A tsquery matching any of `phrases` %s parameters (each a phrase of words)."""
+    one = f"phraseto_tsquery('{TS_CONFIG}'::regconfig, %s)"
+    return "(" + " || ".join([one] * phrases) + ")"
+
+
+def _refuse_nul(turns: Sequence[PreparedTurn]) -> None:
+    """PostgreSQL text cannot hold U+0000 (SQLite's can): refused, naming the turn."""
+    for index, turn in enumerate(turns):
+        for field, value in (("text", turn.text), ("speaker", turn.speaker)):
+            if value is not None and "\x00" in value:
+                raise InputError(
+                    f"turns[{index}].{field} holds a NUL character (U+0000), which PostgreSQL "
+                    "cannot store; remove it (nothing of this call was stored)"
+                )
+        if turn.timestamp_raw is not None and "\x00" in turn.timestamp_raw:
+            raise InputError(f"turns[{index}].timestamp holds a NUL character (U+0000)")
+
+
+def _refuse_nul_rows(rows: Sequence[Sequence[Any]]) -> None:
+    for row in rows:
+        if any(isinstance(value, str) and "\x00" in value for value in row):
+            raise InputError(
+                f"turn {row[0]} holds a NUL character (U+0000), which PostgreSQL cannot store; "
+                "nothing of this batch was copied"
+            )
+
+
+async def _refresh_sessions(
+    cur: psycopg.AsyncCursor[Any], namespace: str, session_ids: Sequence[str]
+) -> None:
+    # One pass over each session's turns (a session left without turns gets 0 and NULLs).
+    await cur.execute(
+        "UPDATE sessions s SET turn_count = c.n, first_timestamp = c.first, "
+        "last_timestamp = c.last FROM unnest(%s::text[]) AS u(sid) CROSS JOIN LATERAL ("
+        "SELECT count(*) AS n, min(timestamp) AS first, max(timestamp) AS last FROM turns t "
+        "WHERE t.namespace = %s AND t.session_id = u.sid) c "
+        "WHERE s.namespace = %s AND s.id = u.sid",
+        (list(session_ids), namespace, namespace),
+    )
+
+
+async def create_schema(url: str, name: str) -> None:
+    """Create the schema `name` in the database at `url` (for a memory of its own there)."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f'CREATE SCHEMA "{_identifier(name)}"')
+
+
+async def drop_schema(url: str, name: str) -> None:
+    """Drop the schema `name` and everything in it."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{_identifier(name)}" CASCADE')
+
+
+def _identifier(name: str) -> str:
+    if not name.replace("_", "").isalnum() or not name.isascii():
+        raise InputError(f"schema names are ASCII letters, digits and _, got {name!r}")
+    return name
