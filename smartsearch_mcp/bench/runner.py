@@ -99,6 +99,7 @@ class MemoryPool:
             if self.embed_cache_path is not None:
                 self._cache = EmbeddingCache(self.embed_cache_path)
                 self._owner.models.wrap("bi_encoder", self._cache.wrap)
+                self._owner.models.wrap("splade", self._cache.wrap_splade)
         store_config = self.config.store
         store = await SQLiteStore.open(
             db_path,

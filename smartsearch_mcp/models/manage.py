@@ -23,7 +23,13 @@ from smartsearch_mcp.models.registry import (
     ModelStatus,
     ScorerKind,
 )
-from smartsearch_mcp.models.resolve import find_package_model, hub_offline, looks_like_path
+from smartsearch_mcp.models.resolve import (
+    ModelUnavailable,
+    find_package_model,
+    hub_offline,
+    looks_like_path,
+)
+from smartsearch_mcp.models.splade import resolve_splade
 from smartsearch_mcp.types import SmartSearchError
 
 if TYPE_CHECKING:
@@ -124,7 +130,15 @@ def download_models(config: Config) -> list[str]:
     failed = False
     for kind in (k for k in configured_kinds(config) if k in SCORER_KINDS):
         name = getattr(config.models, kind)
-        if Path(name).expanduser().is_dir():
+        if kind == "splade":  # never on the hub: a directory or the packaged model
+            try:
+                where = resolve_splade(name).describe()
+            except ModelUnavailable as exc:
+                lines.append(f"{kind}: {exc}")
+                failed = True
+            else:
+                lines.append(f"{kind}: {where}, nothing to download")
+        elif Path(name).expanduser().is_dir():
             lines.append(f"{kind}: {name} is a local directory, nothing to download")
         elif looks_like_path(name):
             lines.append(f"{kind}: model directory {name} does not exist")

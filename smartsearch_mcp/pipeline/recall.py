@@ -53,6 +53,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     score_lexically,
 )
 from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
+from smartsearch_mcp.pipeline.sparse import SparseVectors
 from smartsearch_mcp.pipeline.truncate import Truncation, truncate_to_budget
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any
@@ -61,7 +62,7 @@ from smartsearch_mcp.types import Candidate, Hop, Passage, RecallResult, Scope, 
 
 log = logging.getLogger(__name__)
 
-LEARNED = ("cross_encoder", "colbert", "bi_encoder")
+LEARNED = ("cross_encoder", "colbert", "bi_encoder", "splade")
 # Dense retrieval over a whole scope is kept for scopes up to this many passages; larger
 # scopes are served by the lexical channels and the dense score of the candidates.
 DENSE_SCOPE_LIMIT = 200_000
@@ -89,9 +90,11 @@ class _Recall:
     """What one recall carries from stage to stage besides the stage values."""
 
     budget: EmbedBudget
+    sparse_budget: EmbedBudget
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     loading: set[str] = field(default_factory=set)  # configured models not loaded yet
+    memo: dict[str, Any] = field(default_factory=dict)  # values computed once per recall
 
 
 class RecallPipeline:
@@ -104,6 +107,7 @@ class RecallPipeline:
         self._limiter = anyio.CapacityLimiter(max(1, config.rank.max_parallel))
         self.corpora = ScopeCorpora(store, config, self._limiter)
         self.embeddings = Embeddings(store, config, self.corpora.passages, self._limiter)
+        self.sparse = SparseVectors(store, self.corpora.passages, self._limiter)
         self._entity_cache: dict[str, list[tuple[str, str]]] = {}  # text -> its entities
         self._counter: TokenCounter | None = None
         # False in a server: a recall does not wait for a model still loading, it ranks with
@@ -114,6 +118,7 @@ class RecallPipeline:
         # may come from other processes).
         self.on_backlog: Callable[[], None] | None = None
         self.embeddings.on_pending = self._wake_background
+        self.sparse.on_pending = self._wake_background
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -129,7 +134,14 @@ class RecallPipeline:
         kinds = ["spacy"] if self.config.nlp.spacy_models else []
         if self.config.retrieval.dense or "context" in self.config.rank.scorers:
             kinds.append("bi_encoder")
+        if self.uses_splade():
+            kinds.append("splade")
         return list(dict.fromkeys([*kinds, *self.learned_rankers()]))
+
+    def uses_splade(self) -> bool:
+        """Whether SPLADE ranks candidates or is a candidate channel."""
+        cfg = self.config
+        return "splade" in cfg.rank.scorers or cfg.retrieval.splade_candidates > 0
 
     def warm_up(self) -> None:
         """Load the NLP model, the configured rankers and the tokenizer (blocking; call from
@@ -217,7 +229,8 @@ class RecallPipeline:
 
     async def rank(self, query: str, scope: Scope, reference: datetime | None = None) -> Ranking:
         """Stages 1–4: analyze, retrieve, expand, rank."""
-        run = _Recall(EmbedBudget(self.config.rank.embed_on_recall))
+        on_recall = self.config.rank.embed_on_recall
+        run = _Recall(EmbedBudget(on_recall), EmbedBudget(on_recall))
         clock = time.perf_counter()
         nlp = await self._model("spacy", run) if self.config.nlp.spacy_models else None
         analysis = await off_loop(self._limiter, analyze_query, query, nlp, reference)
@@ -250,6 +263,12 @@ class RecallPipeline:
             run.warnings.append(outside)
         if (message := run.budget.warning()) is not None:
             run.warnings.append(message)
+            self._wake_background()
+        if run.sparse_budget.skipped:
+            run.warnings.append(
+                f"{len(run.sparse_budget.skipped)} passage(s) have no SPLADE vector yet, so "
+                "SPLADE left them out; the server encodes new turns in the background"
+            )
             self._wake_background()
         if run.loading:
             run.warnings.append(_loading_warning(run.loading, rankers))
@@ -313,6 +332,7 @@ class RecallPipeline:
         # Candidates before expansion: places are kept for what expansion adds.
         total = max(0, cfg.max_candidates - expansion_room(analysis, self.config.expansion))
         query_vector, embedded_query = await self._dense(analysis.query, corpus, run)
+        sparse_scores = await self._sparse_channel(analysis.query, corpus, run)
         return await off_loop(
             self._limiter,
             retrieve_candidates,
@@ -326,7 +346,29 @@ class RecallPipeline:
             query_vector=query_vector,
             embedded_query=embedded_query,
             selected=scan.chosen if scan is not None else None,
+            sparse_scores=sparse_scores,
         )
+
+    async def _sparse_channel(self, query: str, corpus: Corpus, run: _Recall) -> Any | None:
+        """The SPLADE score of every passage of a whole in-memory scope (grep mode), or None
+        when the channel is off or SPLADE cannot be loaded."""
+        cfg = self.config.retrieval
+        if cfg.splade_candidates <= 0 or cfg.mode != "grep" or corpus.partial:
+            return None
+        if len(corpus.passages) > DENSE_SCOPE_LIMIT:
+            return None
+        splade = await self._model("splade", run)
+        if splade is None:
+            return None
+        matrix = await self.sparse.fill(corpus, splade, run.sparse_budget)
+        vector = await self._sparse_query(splade, query, run)
+        return await off_loop(self._limiter, matrix.scores, vector)
+
+    async def _sparse_query(self, splade: Any, query: str, run: _Recall) -> Any:
+        key = f"splade:{query}"
+        if key not in run.memo:
+            run.memo[key] = await off_loop(self._limiter, splade.encode_query, query)
+        return run.memo[key]
 
     async def _dense(
         self, query: str, corpus: Corpus, run: _Recall
@@ -420,7 +462,7 @@ class RecallPipeline:
         jobs: dict[str, ScoreJob] = {}
         wanted = self.learned_rankers()
         for kind in wanted:
-            if kind == "bi_encoder":
+            if kind in ("bi_encoder", "splade"):
                 continue
             scorer = await self._model(kind, run)
             if scorer is not None:
@@ -451,6 +493,12 @@ class RecallPipeline:
                     corpus, indices, bi_encoder, run.budget
                 )
                 jobs["context"] = _constant((context @ qv).astype(float).tolist())
+        if "splade" in wanted and (splade := await self._model("splade", run)) is not None:
+            matrix = await self.sparse.fill(corpus, splade, run.sparse_budget, indices)
+            vector = await self._sparse_query(splade, query, run)
+            jobs["splade"] = _constant(
+                [matrix.vectors[i].dot(vector) if matrix.known[i] else math.nan for i in indices]
+            )
         if found.bm25 and "bm25" in scorers:
             jobs["bm25"] = _constant([found.bm25[i] for i in indices])
         if "speaker" in scorers:
@@ -501,12 +549,17 @@ class RecallPipeline:
     async def embedding_backlog(self) -> int | None:
         """Stored turns still to embed, summed over the vector kinds in use (None: no
         bi-encoder is configured or it cannot be loaded)."""
+        total: int | None = None
+        if self.uses_splade():
+            splade = await anyio.to_thread.run_sync(self.models.get_splade)
+            if splade is not None:
+                total = await self.sparse.backlog(splade)
         if not self.embeddings.variants():
-            return None
+            return total
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
         if bi_encoder is None:
-            return None
-        return await self.embeddings.backlog(bi_encoder)
+            return total
+        return (total or 0) + await self.embeddings.backlog(bi_encoder)
 
     async def embed_backlog(
         self, batch: int = 256, progress: Callable[[int], None] | None = None
@@ -514,12 +567,17 @@ class RecallPipeline:
         """Store the vectors recalls embedded and embed stored turns that have no vector yet;
         returns how many passages were stored. Runs off the write path: `remember` and
         `recall` never wait for it. `progress` is told how many turns each batch covered."""
+        done = 0
+        if self.uses_splade():
+            splade = await anyio.to_thread.run_sync(self.models.get_splade)
+            if splade is not None:
+                done += await self.sparse.embed_backlog(splade, batch, progress)
         if not self.embeddings.variants():
-            return 0
+            return done
         bi_encoder = await anyio.to_thread.run_sync(self.models.get_bi_encoder)
         if bi_encoder is None:
-            return 0
-        return await self.embeddings.embed_backlog(bi_encoder, batch, progress)
+            return done
+        return done + await self.embeddings.embed_backlog(bi_encoder, batch, progress)
 
 
 def _loading_warning(loading: set[str], rankers: list[str]) -> str:

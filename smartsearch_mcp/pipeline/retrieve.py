@@ -57,6 +57,7 @@ class Corpus:
     vector_model: str | None = None
     context: list[str] | None = None  # see `context_text`, filled by the pipeline
     context_vectors: np.ndarray | None = None
+    sparse: object | None = None  # SPLADE vectors (`sparse.SparseMatrix`), when used
     speaker_names: frozenset[str] | None = None
     bm25: dict[int, float] | None = None  # turn id -> FTS5 BM25, when the index chose them
     stats_sample: int = STATS_SAMPLE
@@ -430,11 +431,13 @@ def retrieve_candidates(
     query_vector: np.ndarray | None = None,
     embedded_query: str = "",
     selected: Sequence[int] | None = None,
+    sparse_scores: np.ndarray | None = None,
 ) -> Candidates:
     """The candidate channels over `corpus` and the selection of `retrieval.max_candidates`
     of them (`select_candidates`; `selected`: already chosen while the scope was streamed),
     of which the first `total` are the candidates and the others `spare`. Dense channels
-    come from the corpus's vectors when there are a `query_vector` and vectors."""
+    come from the corpus's vectors when there are a `query_vector` and vectors; the SPLADE
+    channel from `sparse_scores` (one per passage) when its quota is above zero."""
     channels: dict[str, Sequence[float] | np.ndarray] = {"lexical": scores}
     quotas = {"lexical": retrieval.lexical_candidates}
     if bm25:
@@ -453,6 +456,9 @@ def retrieve_candidates(
         if retrieval.speaker_candidates > 0 and any(said):
             channels["speaker_dense"] = np.where(np.asarray(said) > 0, best, 0.0)
             quotas["speaker_dense"] = retrieval.speaker_candidates
+    if sparse_scores is not None and retrieval.splade_candidates > 0:
+        channels["splade"] = sparse_scores
+        quotas["splade"] = retrieval.splade_candidates
     # One selection of the full size: its first `total` are what a selection of `total`
     # would choose (quotas, then fusion, fill in the same order); the rest take the places
     # expansion leaves unused.
