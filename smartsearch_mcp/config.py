@@ -156,6 +156,9 @@ class PassageConfig(Section):
     NAME: ClassVar[str] = "passages"
     max_words: int = setting(160, at_least=1)  # longer turns are split into passages
     overlap_words: int = 30
+    # Consecutive turns of one speaker, each said at most this many seconds after the one
+    # before, form a burst read as one thought (see pipeline/bursts.py); 0: no bursts.
+    burst_seconds: int = 0
 
     def check(self) -> None:
         if self.overlap_words >= self.max_words:
@@ -217,6 +220,9 @@ class RankConfig(Section):
     # The user turn an assistant passage replies to rises to at least reply_credit x that
     # passage's fused score (0 disables).
     reply_credit: float = setting(0.0, at_most=1)
+    # The other messages of a burst (passages.burst_seconds) rise to at least burst_credit x
+    # the fused score of its best-ranked message (0 disables).
+    burst_credit: float = setting(0.0, at_most=1)
     # Current facts first: among the first passages, a later turn whose bi-encoder similarity
     # to a higher-ranked earlier turn is at least supersede (and whose confidence is at least
     # half of its) rises just above it — a plan moved, a version upgraded. Both stay. 0

@@ -313,7 +313,9 @@ class RecallPipeline:
         if scan is not None:
             run.timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
             return corpus, scan.scores, scan.bm25, said, scan
-        scores = await off_loop(self._limiter, score_lexically, analysis, corpus, said, cfg)
+        scores = await off_loop(
+            self._limiter, score_lexically, analysis, corpus, said, cfg, self.config.passages
+        )
         bm25 = await self._bm25(analysis, scope, corpus)
         return corpus, scores, bm25, said, None
 
@@ -467,6 +469,13 @@ class RecallPipeline:
             scorer = await self._model(kind, run)
             if scorer is not None:
                 jobs[kind] = _bind(scorer.score, query, texts)
+        splade = await self._model("splade", run) if "splade" in wanted else None
+        if splade is not None:
+            matrix = await self.sparse.fill(corpus, splade, run.sparse_budget, indices)
+            vector = await self._sparse_query(splade, query, run)
+            jobs["splade"] = _constant(
+                [matrix.vectors[i].dot(vector) if matrix.known[i] else math.nan for i in indices]
+            )
         use_context = "context" in scorers
         passage_vectors: np.ndarray | None = None
         # Every configured learned ranker is missing: degrade to the bi-encoder before
@@ -493,12 +502,6 @@ class RecallPipeline:
                     corpus, indices, bi_encoder, run.budget
                 )
                 jobs["context"] = _constant((context @ qv).astype(float).tolist())
-        if "splade" in wanted and (splade := await self._model("splade", run)) is not None:
-            matrix = await self.sparse.fill(corpus, splade, run.sparse_budget, indices)
-            vector = await self._sparse_query(splade, query, run)
-            jobs["splade"] = _constant(
-                [matrix.vectors[i].dot(vector) if matrix.known[i] else math.nan for i in indices]
-            )
         if found.bm25 and "bm25" in scorers:
             jobs["bm25"] = _constant([found.bm25[i] for i in indices])
         if "speaker" in scorers:
@@ -514,7 +517,12 @@ class RecallPipeline:
             if "lexical" not in scorers and not run.loading:
                 run.warnings.append("no learned ranker available; ranked by lexical scores only")
         ordered = await off_loop(
-            self._limiter, order_candidates, candidates, scores, self.config.rank
+            self._limiter,
+            order_candidates,
+            candidates,
+            scores,
+            self.config.rank,
+            self.config.passages.burst_seconds,
         )
         supersede = self.config.rank.supersede
         if supersede > 0 and passage_vectors is not None:

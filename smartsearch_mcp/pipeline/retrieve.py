@@ -16,9 +16,10 @@ from typing import overload
 
 import numpy as np
 
-from smartsearch_mcp.config import RetrievalConfig
+from smartsearch_mcp.config import PassageConfig, RetrievalConfig
 from smartsearch_mcp.dates import DateRange, comparable, mentioned_ranges, parse_timestamp
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
+from smartsearch_mcp.pipeline.bursts import add_burst_matches, burst_groups, burst_texts
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.lexical import (
     CorpusStats,
@@ -58,6 +59,7 @@ class Corpus:
     context: list[str] | None = None  # see `context_text`, filled by the pipeline
     context_vectors: np.ndarray | None = None
     sparse: object | None = None  # SPLADE vectors (`sparse.SparseMatrix`), when used
+    burst_index: tuple[tuple[int, int], list[int], dict[int, str]] | None = None
     speaker_names: frozenset[str] | None = None
     bm25: dict[int, float] | None = None  # turn id -> FTS5 BM25, when the index chose them
     stats_sample: int = STATS_SAMPLE
@@ -74,6 +76,15 @@ class Corpus:
         if self.speaker_names is None:
             self.speaker_names = speaker_names({p.turn.speaker for p in self.passages})
         return self.speaker_names
+
+    def bursts(self, seconds: int, max_words: int) -> tuple[list[int], dict[int, str]]:
+        """Each passage's burst group and the lowered joined text of each burst of several
+        passages (see `bursts.burst_groups`), computed once per setting."""
+        key = (seconds, max_words)
+        if self.burst_index is None or self.burst_index[0] != key:
+            groups = burst_groups(self.passages, seconds, max_words)
+            self.burst_index = (key, groups, burst_texts(self.lowered, groups))
+        return self.burst_index[1], self.burst_index[2]
 
     def corpus_stats(self) -> CorpusStats:
         if self.stats is None:
@@ -408,15 +419,27 @@ class Candidates:
 
 
 def score_lexically(
-    analysis: QueryAnalysis, corpus: Corpus, said: Sequence[float], retrieval: RetrievalConfig
+    analysis: QueryAnalysis,
+    corpus: Corpus,
+    said: Sequence[float],
+    retrieval: RetrievalConfig,
+    passages: PassageConfig | None = None,
 ) -> list[float]:
     """Every passage's lexical score: idf-weighted grep, pseudo-relevance feedback, the date
-    and speaker bonuses (CPU-bound over the whole corpus: run in a worker thread)."""
+    and speaker bonuses, and what matching the passage's whole burst adds (with
+    `passages.burst_seconds`; CPU-bound over the whole corpus: run in a worker thread)."""
     terms = idf_weighted(analysis.terms, corpus.lowered)
-    scores = lexical_scores(terms, corpus.lowered)
-    scores, _ = add_prf(analysis, scores, corpus, retrieval.prf_docs, retrieval.prf_terms)
+    own = lexical_scores(terms, corpus.lowered)
+    scores, _ = add_prf(analysis, own, corpus, retrieval.prf_docs, retrieval.prf_terms)
     scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
-    return add_speaker_bonus(scores, said, retrieval.speaker_bonus)
+    scores = add_speaker_bonus(scores, said, retrieval.speaker_bonus)
+    if passages is not None and passages.burst_seconds > 0:
+        groups, joined = corpus.bursts(passages.burst_seconds, passages.max_words)
+        if joined:
+            matcher = compile_terms(terms)
+            burst = {group: matcher.score(text) for group, text in joined.items()}
+            scores = add_burst_matches(scores, own, burst, groups)
+    return scores
 
 
 def retrieve_candidates(

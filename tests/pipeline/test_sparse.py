@@ -165,3 +165,10 @@ async def test_recall_answers_without_splade_and_says_why(store) -> None:
     assert "Porto" in result.passages[0].candidate.passage.text
     assert "splade" not in result.rankers
     assert any("SPLADE" in w for w in result.warnings)
+
+
+async def test_splade_alone_is_a_learned_ranker_the_bi_encoder_does_not_replace(store) -> None:
+    pipeline = RecallPipeline(store, _config(scorers=("splade",)), Registry(ExpandingSplade()))  # type: ignore[arg-type]
+    result = await pipeline.recall("Who has a pet?", SCOPE, 500)
+    assert result.rankers == ["splade"]
+    assert not any("ranked with the bi-encoder" in w for w in result.warnings)
