@@ -473,9 +473,8 @@ class RecallPipeline:
         if splade is not None:
             matrix = await self.sparse.fill(corpus, splade, run.sparse_budget, indices)
             vector = await self._sparse_query(splade, query, run)
-            jobs["splade"] = _constant(
-                [matrix.vectors[i].dot(vector) if matrix.known[i] else math.nan for i in indices]
-            )
+            splade_scores = await off_loop(self._limiter, matrix.scores_at, indices, vector)
+            jobs["splade"] = _constant(splade_scores)
         use_context = "context" in scorers
         passage_vectors: np.ndarray | None = None
         # Every configured learned ranker is missing: degrade to the bi-encoder before

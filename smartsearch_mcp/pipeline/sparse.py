@@ -13,6 +13,7 @@ passage of a scope (the SPLADE candidate channel) is one weighted bincount.
 from __future__ import annotations
 
 import logging
+import math
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,22 @@ class SparseMatrix:
         dense = np.zeros(size, dtype=np.float64)
         dense[query.indices] = query.values
         return np.bincount(rows, weights=values * dense[indices], minlength=len(self.vectors))
+
+    def scores_at(self, rows: Sequence[int], query: SparseVector) -> list[float]:
+        """dot(query, passage) for the passages at `rows` (NaN for those not encoded)."""
+        if not len(query.indices):
+            return [0.0 if self.known[r] else math.nan for r in rows]
+        dense = np.zeros(int(query.indices.max()) + 1, dtype=np.float64)
+        dense[query.indices] = query.values
+        out = []
+        for row in rows:
+            if not self.known[row]:
+                out.append(math.nan)
+                continue
+            vector = self.vectors[row]
+            inside = vector.indices < len(dense)
+            out.append(float(np.dot(dense[vector.indices[inside]], vector.values[inside])))
+        return out
 
     def _flattened(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._flat is None:

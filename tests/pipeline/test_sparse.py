@@ -172,3 +172,15 @@ async def test_splade_alone_is_a_learned_ranker_the_bi_encoder_does_not_replace(
     result = await pipeline.recall("Who has a pet?", SCOPE, 500)
     assert result.rankers == ["splade"]
     assert not any("ranked with the bi-encoder" in w for w in result.warnings)
+
+
+def test_scores_of_some_passages_are_their_dot_products_and_unknown_ones_nan() -> None:
+    splade = ExpandingSplade()
+    vectors = splade.encode(["a puppy", "the cat", "a dog"])
+    matrix = SparseMatrix.empty(4, splade.model_id)
+    for row, vector in enumerate(vectors):
+        matrix.set(row, vector)
+    query = splade.encode_query("pet dog")
+    got = matrix.scores_at([2, 0, 3], query)
+    assert got[:2] == pytest.approx([vectors[2].dot(query), vectors[0].dot(query)])
+    assert np.isnan(got[2])
