@@ -41,6 +41,7 @@ MAX_LENGTH = 256  # tokens read of a text (passages are at most passages.max_wor
 # Token positions encoded per batch: the MLM logits of a batch take positions x vocabulary
 # floats (4,096 x 30,522 x 4 bytes = 500 MB), so long texts go in smaller batches.
 BATCH_POSITIONS = 4096
+HEAD_TOKENS = 32  # token positions per MLM-head product (see `_encode_batch`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,14 +319,23 @@ class SpladeScorer:
             input_ids[row, : len(ids)] = torch.tensor(ids, dtype=torch.long)
             mask[row, : len(ids)] = 1
         device = next(self._model.parameters()).device
+        input_ids, mask = input_ids.to(device), mask.to(device)
+        head = self._model.cls.predictions
         with torch.inference_mode():
-            logits = self._model(
-                input_ids=input_ids.to(device), attention_mask=mask.to(device)
-            ).logits
-            # log(1 + relu(.)) is monotonic: the max over tokens of it is it of the max
-            # logit, which spares two passes over (tokens x vocabulary) floats.
-            logits.masked_fill_(mask.to(device).unsqueeze(-1) == 0, float("-inf"))
-            pooled = torch.log1p(torch.relu(logits.max(dim=1).values)).float().cpu().numpy()
+            hidden = self._model.bert(input_ids=input_ids, attention_mask=mask).last_hidden_state
+            hidden = head.transform(hidden)
+            weight = head.decoder.weight
+            # The max over tokens of the MLM logits, a few tokens at a time: the logits of a
+            # whole batch (tokens x 30,522 floats) do not fit in a cache. The bias is the
+            # same for every token, so it is added after the max; log(1 + relu(.)) is
+            # monotonic, so it is applied to the max logit.
+            best = torch.full((len(batch), weight.shape[0]), float("-inf"), device=device)
+            for start in range(0, width, HEAD_TOKENS):
+                logits = torch.matmul(hidden[:, start : start + HEAD_TOKENS], weight.T)
+                padded = mask[:, start : start + HEAD_TOKENS].unsqueeze(-1) == 0
+                logits.masked_fill_(padded, float("-inf"))
+                best = torch.maximum(best, logits.max(dim=1).values)
+            pooled = torch.log1p(torch.relu(best + head.bias)).float().cpu().numpy()
         vectors = []
         for row in pooled:
             (indices,) = np.nonzero(row > 0)
