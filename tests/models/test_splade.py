@@ -163,3 +163,17 @@ def test_the_registry_loads_a_splade_directory(splade_dir: Path) -> None:
     assert isinstance(splade, SpladeScorer)
     assert splade.model_id.startswith("splade:")
     assert registry.get_scorer("splade") is splade
+
+
+def test_models_download_says_a_splade_directory_needs_nothing(splade_dir: Path) -> None:
+    from smartsearch_mcp.config import Config
+    from smartsearch_mcp.models import download_models
+
+    config = Config().with_overrides(
+        nlp={"spacy_models": []},
+        retrieval={"dense": False, "splade_candidates": 10},
+        models={"splade": str(splade_dir)},
+        rank={"scorers": ["lexical"]},
+    )
+    lines = download_models(config)
+    assert any(line.startswith("splade: ") and "nothing to download" in line for line in lines)
