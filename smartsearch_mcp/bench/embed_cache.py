@@ -55,10 +55,15 @@ class EmbeddingCache:
 
     def put(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Remember one vector per text (row i of `vectors` for `texts[i]`)."""
-        items = [
-            (model, _digest(text), np.asarray(vectors[i], dtype=np.float32).tobytes())
-            for i, text in enumerate(texts)
-        ]
+        self.put_blobs(
+            model,
+            texts,
+            [np.asarray(vectors[i], dtype=np.float32).tobytes() for i in range(len(texts))],
+        )
+
+    def put_blobs(self, model: str, texts: Sequence[str], blobs: Sequence[bytes]) -> None:
+        """Remember one stored value per text (a dense or sparse vector's bytes)."""
+        items = [(model, _digest(text), blob) for text, blob in zip(texts, blobs, strict=True)]
         with self._lock:
             self._db.execute("BEGIN")
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)", items)
@@ -71,6 +76,10 @@ class EmbeddingCache:
     def wrap(self, bi_encoder: Any) -> CachingEmbedder:
         """`bi_encoder` with its `embed` served from this cache first."""
         return CachingEmbedder(bi_encoder, self)
+
+    def wrap_splade(self, splade: Any) -> CachingSplade:
+        """`splade` with its document `encode` served from this cache first."""
+        return CachingSplade(splade, self)
 
 
 class CachingEmbedder:
@@ -107,6 +116,46 @@ class CachingEmbedder:
         if not texts:
             return []
         return [float(x) for x in self.embed(texts) @ self.embed_query(query)]
+
+
+class CachingSplade:
+    """A SPLADE scorer (`SpladeScorer` interface) whose document vectors go through an
+    `EmbeddingCache`; queries are encoded as usual."""
+
+    name = "splade"
+
+    def __init__(self, inner: Any, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.model_id: str = inner.model_id
+
+    def encode(self, texts: Sequence[str]) -> list[Any]:
+        from smartsearch_mcp.models.splade import SparseVector
+
+        found = self.cache.get(self.model_id, texts)
+        out: list[Any] = [None] * len(texts)
+        for index, blob in found.items():
+            out[index] = SparseVector.from_bytes(blob)
+        missing = [i for i in range(len(texts)) if i not in found]
+        if missing:
+            vectors = self.inner.encode([texts[i] for i in missing])
+            for i, vector in zip(missing, vectors, strict=True):
+                out[i] = vector
+            self.cache.put_blobs(
+                self.model_id, [texts[i] for i in missing], [v.to_bytes() for v in vectors]
+            )
+        self.cache.hits += len(found)
+        self.cache.misses += len(missing)
+        return out
+
+    def encode_query(self, text: str) -> Any:
+        return self.inner.encode_query(text)
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        return self.inner.score_encoded(query, self.encode(texts))
+
+    def score_encoded(self, query: str, documents: Sequence[Any]) -> list[float]:
+        return self.inner.score_encoded(query, documents)
 
 
 def _digest(text: str) -> bytes:

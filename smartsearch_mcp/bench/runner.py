@@ -112,6 +112,7 @@ class MemoryPool:
             if self.embed_cache_path is not None:
                 self._cache = EmbeddingCache(self.embed_cache_path)
                 self._owner.models.wrap("bi_encoder", self._cache.wrap)
+                self._owner.models.wrap("splade", self._cache.wrap_splade)
         store_config = self.config.store
         schema = None
         if self.database is not None:  # a schema per haystack, in the shared database

@@ -1,4 +1,5 @@
-"""Learned rankers and NLP models, loaded lazily: cross-encoder, ColBERT, bi-encoder, spaCy.
+"""Learned rankers and NLP models, loaded lazily: cross-encoder, ColBERT, bi-encoder, SPLADE,
+spaCy.
 
 Importing this package imports no model library (torch, sentence-transformers, spaCy, pylate);
 they are imported when a `ModelRegistry` first loads a model.
@@ -26,6 +27,7 @@ from smartsearch_mcp.models.scorers import (
     CrossEncoderScorer,
     maxsim,
 )
+from smartsearch_mcp.models.splade import SparseVector, SpladeScorer, resolve_splade
 
 __all__ = [
     "MODEL_KINDS",
@@ -40,10 +42,13 @@ __all__ = [
     "ModelStatus",
     "ModelUnavailable",
     "ScorerKind",
+    "SparseVector",
+    "SpladeScorer",
     "check_models",
     "configure_torch",
     "download_models",
     "maxsim",
     "model_fixes",
     "resolve_model",
+    "resolve_splade",
 ]

@@ -23,7 +23,13 @@ from smartsearch_mcp.models.registry import (
     ModelStatus,
     ScorerKind,
 )
-from smartsearch_mcp.models.resolve import find_package_model, hub_offline, looks_like_path
+from smartsearch_mcp.models.resolve import (
+    ModelUnavailable,
+    find_package_model,
+    hub_offline,
+    looks_like_path,
+)
+from smartsearch_mcp.models.splade import resolve_splade
 from smartsearch_mcp.types import SmartSearchError
 
 if TYPE_CHECKING:
@@ -52,10 +58,13 @@ class ModelDownloadError(SmartSearchError):
 
 def configured_kinds(config: Config) -> list[str]:
     """The model kinds a configuration uses: its learned rankers, the bi-encoder when dense
-    retrieval is on, and spaCy when models are listed."""
+    retrieval is on, SPLADE when it is a candidate channel, and spaCy when models are
+    listed."""
     kinds: list[str] = [k for k in SCORER_KINDS if k in config.rank.scorers]
     if config.retrieval.dense and "bi_encoder" not in kinds:
         kinds.append("bi_encoder")
+    if config.retrieval.splade_candidates > 0 and "splade" not in kinds:
+        kinds.append("splade")
     if config.nlp.spacy_models:
         kinds.append("spacy")
     return kinds
@@ -124,7 +133,15 @@ def download_models(config: Config) -> list[str]:
     failed = False
     for kind in (k for k in configured_kinds(config) if k in SCORER_KINDS):
         name = getattr(config.models, kind)
-        if Path(name).expanduser().is_dir():
+        if kind == "splade":  # never on the hub: a directory or the packaged model
+            try:
+                where = resolve_splade(name).describe()
+            except ModelUnavailable as exc:
+                lines.append(f"{kind}: {exc}")
+                failed = True
+            else:
+                lines.append(f"{kind}: {where}, nothing to download")
+        elif Path(name).expanduser().is_dir():
             lines.append(f"{kind}: {name} is a local directory, nothing to download")
         elif looks_like_path(name):
             lines.append(f"{kind}: model directory {name} does not exist")

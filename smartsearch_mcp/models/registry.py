@@ -25,6 +25,7 @@ from smartsearch_mcp.models.scorers import (
     CrossEncoderScorer,
     Importer,
 )
+from smartsearch_mcp.models.splade import SpladeScorer, resolve_splade
 
 if TYPE_CHECKING:
     from smartsearch_mcp.config import Config
@@ -32,8 +33,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ScorerKind = Literal["cross_encoder", "colbert", "bi_encoder"]
-ModelKind = Literal["cross_encoder", "colbert", "bi_encoder", "spacy"]
+ScorerKind = Literal["cross_encoder", "colbert", "bi_encoder", "splade"]
+ModelKind = Literal["cross_encoder", "colbert", "bi_encoder", "splade", "spacy"]
 SCORER_KINDS: tuple[ScorerKind, ...] = get_args(ScorerKind)
 MODEL_KINDS: tuple[ModelKind, ...] = get_args(ModelKind)
 
@@ -41,6 +42,7 @@ LABELS: dict[str, str] = {
     "cross_encoder": "Cross-encoder ranker",
     "colbert": "ColBERT ranker",
     "bi_encoder": "Bi-encoder (dense retrieval)",
+    "splade": "SPLADE ranker",
     "spacy": "spaCy NER",
 }
 
@@ -145,6 +147,10 @@ class ModelRegistry:
             raise ValueError(f"unknown scorer kind {kind!r}; known: {', '.join(SCORER_KINDS)}")
         return cast("Scorer | None", self._get(kind, wait))
 
+    def get_splade(self, *, wait: bool = True) -> SpladeScorer | None:
+        """The SPLADE scorer with its `encode`/`score_encoded`, or None when unavailable."""
+        return cast("SpladeScorer | None", self._get("splade", wait))
+
     def get_bi_encoder(self, *, wait: bool = True) -> BiEncoderScorer | None:
         """The bi-encoder with its `embed`/`embed_query`, or None when unavailable."""
         return cast("BiEncoderScorer | None", self._get("bi_encoder", wait))
@@ -231,7 +237,10 @@ class ModelRegistry:
         location: ModelLocation | None = None
         started = time.perf_counter()
         try:
-            location = resolve_model(name, label=label, allow_download=self.allow_download)
+            if kind == "splade":
+                location = resolve_splade(name, label=label)
+            else:
+                location = resolve_model(name, label=label, allow_download=self.allow_download)
             self._configure_torch()
             scorer = self._load_scorer(kind, location)
         except Exception as exc:  # any load failure becomes a recorded warning; recall degrades
@@ -266,6 +275,8 @@ class ModelRegistry:
                 precision=self.models.precision,
                 **common,
             )
+        elif kind == "splade":
+            return SpladeScorer.load(location, **common)
         else:
             return BiEncoderScorer.load(location, **common)
         scorer.threads = self._threads  # set again in each worker thread it runs in

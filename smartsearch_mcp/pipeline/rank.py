@@ -15,6 +15,7 @@ import anyio.to_thread
 
 from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.dates import DateRange, next_occurrence
+from smartsearch_mcp.pipeline.bursts import credit_bursts
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.retrieve import in_time_range, range_bounds
 from smartsearch_mcp.types import Candidate, Scored
@@ -341,6 +342,7 @@ def order_candidates(
     scores: Mapping[str, Sequence[float]],
     rank: RankConfig,
     unseen: int = 0,
+    burst_seconds: int = 0,
 ) -> list[Scored]:
     """The candidates best first: the rankers' `scores` fused (`fuse`, weighted by
     `rank.weights`) with their confidence (`with_confidence`; `unseen`: passages of the
@@ -349,4 +351,5 @@ def order_candidates(
     weights = {name: rank.weights.get(name, 1.0) for name in scores}
     fused = with_confidence(fuse(candidates, scores, rank.rrf_k, weights), unseen)
     fused = add_session_support(fused, rank.session_weight, rank.session_top, rank.session_window)
+    fused = credit_bursts(fused, rank.burst_credit, burst_seconds)
     return credit_replied_turns(fused, rank.reply_credit)

@@ -53,6 +53,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     score_lexically,
 )
 from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
+from smartsearch_mcp.pipeline.sparse import SparseVectors
 from smartsearch_mcp.pipeline.token_vectors import (
     CandidateTokens,
     TokenBudget,
@@ -67,7 +68,7 @@ from smartsearch_mcp.types import Candidate, Hop, Passage, RecallResult, Scope, 
 
 log = logging.getLogger(__name__)
 
-LEARNED = ("cross_encoder", "colbert", "bi_encoder")
+LEARNED = ("cross_encoder", "colbert", "bi_encoder", "splade")
 # Dense retrieval over a whole scope is kept for scopes up to this many passages; larger
 # scopes are served by the lexical channels and the dense score of the candidates.
 DENSE_SCOPE_LIMIT = 200_000
@@ -96,9 +97,11 @@ class _Recall:
 
     budget: EmbedBudget
     tokens: TokenBudget  # ColBERT candidates this recall may still encode itself
+    sparse_budget: EmbedBudget
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     loading: set[str] = field(default_factory=set)  # configured models not loaded yet
+    memo: dict[str, Any] = field(default_factory=dict)  # values computed once per recall
 
 
 class RecallPipeline:
@@ -112,6 +115,7 @@ class RecallPipeline:
         self.corpora = ScopeCorpora(store, config, self._limiter)
         self.embeddings = Embeddings(store, config, self.corpora.passages, self._limiter)
         self.token_vectors = TokenVectors(store, self.corpora.passages.split, self._limiter)
+        self.sparse = SparseVectors(store, self.corpora.passages, self._limiter)
         self._entity_cache: dict[str, list[tuple[str, str]]] = {}  # text -> its entities
         self._counter: TokenCounter | None = None
         # False in a server: a recall does not wait for a model still loading, it ranks with
@@ -123,6 +127,7 @@ class RecallPipeline:
         self.on_backlog: Callable[[], None] | None = None
         self.embeddings.on_pending = self._wake_background
         self.token_vectors.on_pending = self._wake_background
+        self.sparse.on_pending = self._wake_background
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -138,7 +143,14 @@ class RecallPipeline:
         kinds = ["spacy"] if self.config.nlp.spacy_models else []
         if self.config.retrieval.dense or "context" in self.config.rank.scorers:
             kinds.append("bi_encoder")
+        if self.uses_splade():
+            kinds.append("splade")
         return list(dict.fromkeys([*kinds, *self.learned_rankers()]))
+
+    def uses_splade(self) -> bool:
+        """Whether SPLADE ranks candidates or is a candidate channel."""
+        cfg = self.config
+        return "splade" in cfg.rank.scorers or cfg.retrieval.splade_candidates > 0
 
     def warm_up(self) -> None:
         """Load the NLP model, the configured rankers and the tokenizer (blocking; call from
@@ -230,7 +242,7 @@ class RecallPipeline:
     async def rank(self, query: str, scope: Scope, reference: datetime | None = None) -> Ranking:
         """Stages 1–4: analyze, retrieve, expand, rank."""
         on_recall = self.config.rank.embed_on_recall
-        run = _Recall(EmbedBudget(on_recall), TokenBudget(on_recall))
+        run = _Recall(EmbedBudget(on_recall), TokenBudget(on_recall), EmbedBudget(on_recall))
         clock = time.perf_counter()
         nlp = await self._model("spacy", run) if self.config.nlp.spacy_models else None
         analysis = await off_loop(self._limiter, analyze_query, query, nlp, reference)
@@ -265,6 +277,12 @@ class RecallPipeline:
             if message is not None:
                 run.warnings.append(message)
                 self._wake_background()
+        if run.sparse_budget.skipped:
+            run.warnings.append(
+                f"{len(run.sparse_budget.skipped)} passage(s) have no SPLADE vector yet, so "
+                "SPLADE left them out; the server encodes new turns in the background"
+            )
+            self._wake_background()
         if run.loading:
             run.warnings.append(_loading_warning(run.loading, rankers))
         lap(run.timings, "rank", clock)
@@ -308,7 +326,9 @@ class RecallPipeline:
         if scan is not None:
             run.timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
             return corpus, scan.scores, scan.bm25, said, scan
-        scores = await off_loop(self._limiter, score_lexically, analysis, corpus, said, cfg)
+        scores = await off_loop(
+            self._limiter, score_lexically, analysis, corpus, said, cfg, self.config.passages
+        )
         bm25 = await self._bm25(analysis, scope, corpus)
         return corpus, scores, bm25, said, None
 
@@ -327,6 +347,7 @@ class RecallPipeline:
         # Candidates before expansion: places are kept for what expansion adds.
         total = max(0, cfg.max_candidates - expansion_room(analysis, self.config.expansion))
         query_vector, embedded_query = await self._dense(analysis.query, corpus, run)
+        sparse_scores = await self._sparse_channel(analysis.query, corpus, run)
         return await off_loop(
             self._limiter,
             retrieve_candidates,
@@ -340,7 +361,29 @@ class RecallPipeline:
             query_vector=query_vector,
             embedded_query=embedded_query,
             selected=scan.chosen if scan is not None else None,
+            sparse_scores=sparse_scores,
         )
+
+    async def _sparse_channel(self, query: str, corpus: Corpus, run: _Recall) -> Any | None:
+        """The SPLADE score of every passage of a whole in-memory scope (grep mode), or None
+        when the channel is off or SPLADE cannot be loaded."""
+        cfg = self.config.retrieval
+        if cfg.splade_candidates <= 0 or cfg.mode != "grep" or corpus.partial:
+            return None
+        if len(corpus.passages) > DENSE_SCOPE_LIMIT:
+            return None
+        splade = await self._model("splade", run)
+        if splade is None:
+            return None
+        matrix = await self.sparse.fill(corpus, splade, run.sparse_budget)
+        vector = await self._sparse_query(splade, query, run)
+        return await off_loop(self._limiter, matrix.scores, vector)
+
+    async def _sparse_query(self, splade: Any, query: str, run: _Recall) -> Any:
+        key = f"splade:{query}"
+        if key not in run.memo:
+            run.memo[key] = await off_loop(self._limiter, splade.encode_query, query)
+        return run.memo[key]
 
     async def _dense(
         self, query: str, corpus: Corpus, run: _Recall
@@ -435,7 +478,7 @@ class RecallPipeline:
         wanted = self.learned_rankers()
         tokens: CandidateTokens | None = None
         for kind in wanted:
-            if kind == "bi_encoder":
+            if kind in ("bi_encoder", "splade"):
                 continue
             scorer = await self._model(kind, run)
             if scorer is None:
@@ -447,6 +490,12 @@ class RecallPipeline:
                     jobs[kind] = _bind(tokens.score, scorer, query)
             else:
                 jobs[kind] = _bind(scorer.score, query, texts)
+        splade = await self._model("splade", run) if "splade" in wanted else None
+        if splade is not None:
+            matrix = await self.sparse.fill(corpus, splade, run.sparse_budget, indices)
+            vector = await self._sparse_query(splade, query, run)
+            splade_scores = await off_loop(self._limiter, matrix.scores_at, indices, vector)
+            jobs["splade"] = _constant(splade_scores)
         use_context = "context" in scorers
         passage_vectors: np.ndarray | None = None
         # Every configured learned ranker is missing: degrade to the bi-encoder before
@@ -493,7 +542,13 @@ class RecallPipeline:
         # corpus holds only some of them) calibrate the confidence as well.
         unseen = len(corpus.passages) - len(candidates)
         ordered = await off_loop(
-            self._limiter, order_candidates, candidates, scores, self.config.rank, unseen
+            self._limiter,
+            order_candidates,
+            candidates,
+            scores,
+            self.config.rank,
+            unseen,
+            self.config.passages.burst_seconds,
         )
         supersede = self.config.rank.supersede
         if supersede > 0 and passage_vectors is not None:
@@ -527,29 +582,37 @@ class RecallPipeline:
 
     def indexes_in_background(self) -> bool:
         """Whether new turns get vectors in the background: bi-encoder passage vectors or
-        ColBERT token vectors."""
-        return bool(self.embeddings.variants()) or "colbert" in self.learned_rankers()
+        ColBERT token vectors or SPLADE document vectors."""
+        return (
+            bool(self.embeddings.variants())
+            or "colbert" in self.learned_rankers()
+            or self.uses_splade()
+        )
 
     async def embedding_backlog(self) -> int | None:
-        """Stored turns still to embed, summed over the vector kinds in use, ColBERT token
-        vectors included (None: neither a bi-encoder nor a ColBERT is configured and
-        loadable)."""
+        """Stored turns still to embed, summed over the vector kinds in use: bi-encoder
+        passage vectors, ColBERT token vectors and SPLADE document vectors (None: none of
+        them is configured and loadable)."""
         bi_encoder = await self._bi_encoder_for_index()
         colbert = await self._colbert_for_index()
-        if bi_encoder is None and colbert is None:
+        splade = await self._splade_for_index()
+        if bi_encoder is None and colbert is None and splade is None:
             return None
         total = await self.embeddings.backlog(bi_encoder) if bi_encoder is not None else 0
         if colbert is not None:
             total += await self.token_vectors.backlog(colbert)
+        if splade is not None:
+            total += await self.sparse.backlog(splade)
         return total
 
     async def embed_backlog(
         self, batch: int = 256, progress: Callable[[int], None] | None = None
     ) -> int:
         """Store the vectors recalls computed, then embed stored turns that have no vector
-        yet (bi-encoder passage vectors, then ColBERT token vectors); returns how many
-        passage vectors were stored. Runs off the write path: `remember` and `recall` never
-        wait for it. `progress` is told how many turns each batch covered."""
+        yet (bi-encoder passage vectors, then ColBERT token vectors, then SPLADE document
+        vectors); returns how many passage vectors were stored. Runs off the write path:
+        `remember` and `recall` never wait for it. `progress` is told how many turns each
+        batch covered."""
         done = 0
         bi_encoder = await self._bi_encoder_for_index()
         if bi_encoder is not None:
@@ -557,6 +620,9 @@ class RecallPipeline:
         colbert = await self._colbert_for_index()
         if colbert is not None:
             done += await self.token_vectors.index_backlog(colbert, progress=progress)
+        splade = await self._splade_for_index()
+        if splade is not None:
+            done += await self.sparse.embed_backlog(splade, batch, progress)
         return done
 
     async def _bi_encoder_for_index(self) -> Any | None:
@@ -569,6 +635,11 @@ class RecallPipeline:
             return None
         scorer = await anyio.to_thread.run_sync(self.models.get_scorer, "colbert")
         return scorer if stores_tokens(scorer) else None
+
+    async def _splade_for_index(self) -> Any | None:
+        if not self.uses_splade():
+            return None
+        return await anyio.to_thread.run_sync(self.models.get_splade)
 
 
 def _loading_warning(loading: set[str], rankers: list[str]) -> str:

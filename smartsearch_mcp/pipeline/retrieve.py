@@ -16,9 +16,10 @@ from typing import overload
 
 import numpy as np
 
-from smartsearch_mcp.config import RetrievalConfig
+from smartsearch_mcp.config import PassageConfig, RetrievalConfig
 from smartsearch_mcp.dates import DateRange, comparable, mentioned_ranges, parse_timestamp
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
+from smartsearch_mcp.pipeline.bursts import add_burst_matches, burst_groups, burst_texts
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.lexical import (
     CorpusStats,
@@ -57,6 +58,8 @@ class Corpus:
     vector_model: str | None = None
     context: list[str] | None = None  # see `context_text`, filled by the pipeline
     context_vectors: np.ndarray | None = None
+    sparse: object | None = None  # SPLADE vectors (`sparse.SparseMatrix`), when used
+    burst_index: tuple[tuple[int, int], list[int], dict[int, str]] | None = None
     speaker_names: frozenset[str] | None = None
     bm25: dict[int, float] | None = None  # turn id -> FTS5 BM25, when the index chose them
     stats_sample: int = STATS_SAMPLE
@@ -73,6 +76,15 @@ class Corpus:
         if self.speaker_names is None:
             self.speaker_names = speaker_names({p.turn.speaker for p in self.passages})
         return self.speaker_names
+
+    def bursts(self, seconds: int, max_words: int) -> tuple[list[int], dict[int, str]]:
+        """Each passage's burst group and the lowered joined text of each burst of several
+        passages (see `bursts.burst_groups`), computed once per setting."""
+        key = (seconds, max_words)
+        if self.burst_index is None or self.burst_index[0] != key:
+            groups = burst_groups(self.passages, seconds, max_words)
+            self.burst_index = (key, groups, burst_texts(self.lowered, groups))
+        return self.burst_index[1], self.burst_index[2]
 
     def corpus_stats(self) -> CorpusStats:
         if self.stats is None:
@@ -407,15 +419,27 @@ class Candidates:
 
 
 def score_lexically(
-    analysis: QueryAnalysis, corpus: Corpus, said: Sequence[float], retrieval: RetrievalConfig
+    analysis: QueryAnalysis,
+    corpus: Corpus,
+    said: Sequence[float],
+    retrieval: RetrievalConfig,
+    passages: PassageConfig | None = None,
 ) -> list[float]:
     """Every passage's lexical score: idf-weighted grep, pseudo-relevance feedback, the date
-    and speaker bonuses (CPU-bound over the whole corpus: run in a worker thread)."""
+    and speaker bonuses, and what matching the passage's whole burst adds (with
+    `passages.burst_seconds`; CPU-bound over the whole corpus: run in a worker thread)."""
     terms = idf_weighted(analysis.terms, corpus.lowered)
-    scores = lexical_scores(terms, corpus.lowered)
-    scores, _ = add_prf(analysis, scores, corpus, retrieval.prf_docs, retrieval.prf_terms)
+    own = lexical_scores(terms, corpus.lowered)
+    scores, _ = add_prf(analysis, own, corpus, retrieval.prf_docs, retrieval.prf_terms)
     scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
-    return add_speaker_bonus(scores, said, retrieval.speaker_bonus)
+    scores = add_speaker_bonus(scores, said, retrieval.speaker_bonus)
+    if passages is not None and passages.burst_seconds > 0:
+        groups, joined = corpus.bursts(passages.burst_seconds, passages.max_words)
+        if joined:
+            matcher = compile_terms(terms)
+            burst = {group: matcher.score(text) for group, text in joined.items()}
+            scores = add_burst_matches(scores, own, burst, groups)
+    return scores
 
 
 def retrieve_candidates(
@@ -430,11 +454,13 @@ def retrieve_candidates(
     query_vector: np.ndarray | None = None,
     embedded_query: str = "",
     selected: Sequence[int] | None = None,
+    sparse_scores: np.ndarray | None = None,
 ) -> Candidates:
     """The candidate channels over `corpus` and the selection of `retrieval.max_candidates`
     of them (`select_candidates`; `selected`: already chosen while the scope was streamed),
     of which the first `total` are the candidates and the others `spare`. Dense channels
-    come from the corpus's vectors when there are a `query_vector` and vectors."""
+    come from the corpus's vectors when there are a `query_vector` and vectors; the SPLADE
+    channel from `sparse_scores` (one per passage) when its quota is above zero."""
     channels: dict[str, Sequence[float] | np.ndarray] = {"lexical": scores}
     quotas = {"lexical": retrieval.lexical_candidates}
     if bm25:
@@ -453,6 +479,9 @@ def retrieve_candidates(
         if retrieval.speaker_candidates > 0 and any(said):
             channels["speaker_dense"] = np.where(np.asarray(said) > 0, best, 0.0)
             quotas["speaker_dense"] = retrieval.speaker_candidates
+    if sparse_scores is not None and retrieval.splade_candidates > 0:
+        channels["splade"] = sparse_scores
+        quotas["splade"] = retrieval.splade_candidates
     # One selection of the full size: its first `total` are what a selection of `total`
     # would choose (quotas, then fusion, fill in the same order); the rest take the places
     # expansion leaves unused.

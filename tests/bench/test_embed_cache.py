@@ -127,3 +127,35 @@ async def test_a_second_run_embeds_nothing_and_ranks_exactly_the_same(
     keys = ("candidates", "systems", "candidate_recall")
     for a, b in zip(first.outcomes, second.outcomes, strict=True):
         assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
+
+
+class CountingSplade:
+    """A stand-in SPLADE scorer: one weight per distinct character of the text."""
+
+    name = "splade"
+    model_id = "fake-splade:1"
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: Sequence[str]) -> list[Any]:
+        from smartsearch_mcp.models.splade import SparseVector
+
+        self.calls.append(list(texts))
+        out = []
+        for text in texts:
+            ids = np.array(sorted({ord(c) for c in text}), dtype=np.int32)
+            out.append(SparseVector(ids, np.ones(len(ids), dtype=np.float32)))
+        return out
+
+
+def test_splade_document_vectors_are_cached_like_embeddings(tmp_path: Path) -> None:
+    cache = EmbeddingCache(tmp_path / "vectors.db")
+    inner = CountingSplade()
+    splade = cache.wrap_splade(inner)
+    first = splade.encode(["ab", "cd"])
+    again = splade.encode(["cd", "ef", "ab"])
+    assert inner.calls == [["ab", "cd"], ["ef"]]
+    assert [v.indices.tolist() for v in again] == [[99, 100], [101, 102], [97, 98]]
+    assert first[0].indices.tolist() == again[2].indices.tolist()
+    assert (cache.hits, cache.misses) == (2, 3)

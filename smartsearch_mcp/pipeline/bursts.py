@@ -1,0 +1,133 @@
+"""Bursts: messages one speaker sends in a row, within a short time, read as one thought.
+
+In a messaging app a thought often arrives as several messages ("omg" / "just got the job" /
+"starting monday"): the words a question matches are spread over them and no single message
+holds the answer. A burst is a run of consecutive turns of one session by the same speaker,
+each said at most `passages.burst_seconds` after the one before it (turns without a time
+count as said together), of short turns only (a turn split into several passages is a
+thought of its own), at most `passages.max_words` words in all.
+
+Two signals use them: retrieval scores each message also by the words of its whole burst
+(`add_burst_matches`), and ranking raises the messages of a burst to just below its best one
+(`credit_bursts`), so that a burst is recalled together.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Sequence
+from datetime import datetime
+
+from smartsearch_mcp.types import Passage, Scored
+
+
+def burst_groups(passages: Sequence[Passage], seconds: int, max_words: int) -> list[int]:
+    """A group number per passage: passages of one burst share it, every other passage has
+    a number of its own. Deterministic; `seconds` <= 0 puts every passage alone."""
+    groups = list(range(len(passages)))
+    if seconds <= 0 or len(passages) < 2:
+        return groups
+    whole = _whole_turns(passages)
+    order = sorted(
+        (i for i in range(len(passages)) if whole[i]),
+        key=lambda i: (
+            passages[i].turn.namespace,
+            passages[i].turn.session_id,
+            passages[i].turn.position,
+        ),
+    )
+    words = len(passages[order[0]].text.split()) if order else 0  # in the current group
+    for previous, current in itertools.pairwise(order):
+        size = len(passages[current].text.split())
+        if _continues(passages[previous], passages[current], seconds) and (
+            words + size <= max_words
+        ):
+            groups[current] = groups[previous]
+            words += size
+        else:
+            words = size
+    return groups
+
+
+def burst_texts(texts: Sequence[str], groups: Sequence[int]) -> dict[int, str]:
+    """The joined text of each burst of more than one passage, by group number."""
+    members: dict[int, list[int]] = {}
+    for index, group in enumerate(groups):
+        members.setdefault(group, []).append(index)
+    return {
+        group: "\n".join(texts[i] for i in rows) for group, rows in members.items() if len(rows) > 1
+    }
+
+
+def add_burst_matches(
+    scores: Sequence[float],
+    own: Sequence[float],
+    burst: dict[int, float],
+    groups: Sequence[int],
+) -> list[float]:
+    """Each passage's score plus what matching its whole burst adds to matching it alone
+    (`own`: its grep score alone; `burst`: the grep score of each burst's joined text)."""
+    out = list(scores)
+    for index, group in enumerate(groups):
+        whole = burst.get(group)
+        if whole is not None and whole > own[index]:
+            out[index] += whole - own[index]
+    return out
+
+
+def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list[Scored]:
+    """Raise every passage of a burst to at least `credit` x the score of its best-ranked
+    message, just below it (in conversation order), and sort again, best first. Bursts are
+    found among `scored` (see `burst_groups`); credit 0 returns the input unchanged."""
+    if credit <= 0 or seconds <= 0 or len(scored) < 2:
+        return list(scored)
+    passages = [item.candidate.passage for item in scored]
+    groups = burst_groups(passages, seconds, max_words=10**9)
+    best: dict[int, int] = {}
+    for index, group in enumerate(groups):
+        best.setdefault(group, index)  # `scored` is best first
+    raised = [item.score for item in scored]
+    order_key = [float(i) for i in range(len(scored))]
+    for index, group in enumerate(groups):
+        leader = best[group]
+        if leader == index:
+            continue
+        lifted = credit * scored[leader].score
+        if lifted > raised[index]:
+            raised[index] = lifted
+            gap = passages[index].turn.position - passages[leader].turn.position
+            order_key[index] = leader + 0.5 + gap * 1e-6
+    out = [
+        item if raised[i] == item.score else dataclasses.replace(item, score=raised[i])
+        for i, item in enumerate(scored)
+    ]
+    order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
+    return [out[i] for i in order]
+
+
+def _whole_turns(passages: Sequence[Passage]) -> list[bool]:
+    """Whether each passage is its turn's whole text (turns split into passages are long)."""
+    return [p.start == 0 and p.end >= len(p.turn.text.rstrip()) for p in passages]
+
+
+def _continues(before: Passage, after: Passage, seconds: int) -> bool:
+    first, second = before.turn, after.turn
+    if (first.namespace, first.session_id) != (second.namespace, second.session_id):
+        return False
+    if second.position != first.position + 1 or not first.speaker:
+        return False
+    if first.speaker != second.speaker:
+        return False
+    return _within(first.timestamp, second.timestamp, seconds)
+
+
+def _within(earlier: str | None, later: str | None, seconds: int) -> bool:
+    if not earlier or not later:
+        return earlier == later  # both without a time: said together
+    try:
+        start = datetime.fromisoformat(earlier[:19])
+        end = datetime.fromisoformat(later[:19])
+    except ValueError:
+        return earlier == later
+    return 0 <= (end - start).total_seconds() <= seconds

@@ -1,0 +1,127 @@
+"""Bursts: consecutive messages of one speaker within a short time read as one thought."""
+
+from __future__ import annotations
+
+import pytest
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.pipeline.bursts import burst_groups, credit_bursts
+from smartsearch_mcp.pipeline.recall import RecallPipeline
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.types import Candidate, Passage, Scope, Scored, Turn, TurnInput
+
+SCOPE = Scope(("ns",))
+
+
+def _turn(position: int, speaker: str, text: str, at: str, session: str = "s1") -> Turn:
+    return Turn(
+        id=position + 1,
+        namespace="ns",
+        session_id=session,
+        position=position,
+        speaker=speaker,
+        role="other",
+        text=text,
+        timestamp=at,
+        timestamp_raw=at,
+        metadata={},
+        created_at=at,
+    )
+
+
+def _passages(turns: list[Turn]) -> list[Passage]:
+    return [Passage(turn=t, start=0, end=len(t.text)) for t in turns]
+
+
+CHAT = [
+    _turn(0, "Ann", "omg", "2026-03-02T18:00:05"),
+    _turn(1, "Ann", "just got the job", "2026-03-02T18:00:09"),
+    _turn(2, "Ann", "starting monday at the harbour office", "2026-03-02T18:00:20"),
+    _turn(3, "Bo", "no way!! congrats", "2026-03-02T18:01:00"),
+    _turn(4, "Bo", "drinks friday?", "2026-03-02T18:01:04"),
+    _turn(5, "Bo", "or saturday", "2026-03-02T19:30:00"),  # an hour and a half later
+]
+
+
+def test_consecutive_messages_of_one_speaker_within_the_gap_form_one_burst() -> None:
+    groups = burst_groups(_passages(CHAT), seconds=300, max_words=160)
+    assert groups[0] == groups[1] == groups[2]
+    assert groups[3] == groups[4] != groups[2]  # another speaker starts another burst
+    assert groups[5] not in groups[:5]  # too long after the one before
+
+
+def test_without_a_gap_setting_every_message_stands_alone() -> None:
+    assert burst_groups(_passages(CHAT), seconds=0, max_words=160) == list(range(6))
+
+
+def test_a_burst_ends_at_the_end_of_its_session_and_at_the_word_limit() -> None:
+    other = _turn(1, "Ann", "just got the job", "2026-03-02T18:00:09", session="s2")
+    groups = burst_groups(_passages([CHAT[0], other]), seconds=300, max_words=160)
+    assert groups[0] != groups[1]
+    capped = burst_groups(_passages(CHAT[:3]), seconds=300, max_words=5)
+    assert capped[0] == capped[1] != capped[2]  # 1 + 4 words fit, 6 more do not
+
+
+def _scored(passages: list[Passage], scores: list[float]) -> list[Scored]:
+    items = [
+        Scored(candidate=Candidate(passage=p, lexical_score=s, sources=()), score=s)
+        for p, s in zip(passages, scores, strict=True)
+    ]
+    return sorted(items, key=lambda item: -item.score)
+
+
+def test_a_burst_is_ranked_together_just_below_its_best_message() -> None:
+    passages = _passages(CHAT)
+    ranked = credit_bursts(_scored(passages, [0.1, 0.9, 0.2, 0.5, 0.4, 0.3]), 1.0, 300)
+    assert [item.candidate.passage.turn.position for item in ranked] == [1, 0, 2, 3, 4, 5]
+    unchanged = credit_bursts(_scored(passages, [0.1, 0.9, 0.2, 0.5, 0.4, 0.3]), 0.0, 300)
+    assert [item.candidate.passage.turn.position for item in unchanged] == [1, 3, 4, 5, 2, 0]
+
+
+@pytest.mark.anyio
+async def test_a_question_matching_words_spread_over_a_burst_recalls_the_whole_burst(
+    tmp_path,
+) -> None:
+    store = await SQLiteStore.open(tmp_path / "m.db")
+    try:
+        await store.remember(
+            "ns",
+            "s1",
+            [
+                TurnInput(t.text, t.speaker, timestamp=t.timestamp)
+                for t in [*CHAT, _turn(6, "Ann", "the new job offer fell through", "2026-03-09")]
+            ],
+        )
+
+        async def first_three(burst_seconds: int) -> list[str]:
+            config = Config().with_overrides(
+                nlp={"spacy_models": []},
+                retrieval={"dense": False},
+                passages={"burst_seconds": burst_seconds},
+                rank={"scorers": ["lexical"], "burst_credit": 1.0},
+            )
+            pipeline = RecallPipeline(store, config, _NoModels())  # type: ignore[arg-type]
+            ranking = await pipeline.rank("When does Ann start the new job?", SCOPE)
+            return [item.candidate.passage.text for item in ranking.scored[:3]]
+
+        together = await first_three(300)
+        assert set(together) == {"omg", "just got the job", "starting monday at the harbour office"}
+        alone = await first_three(0)  # each message alone matches less than the distractor
+        assert alone[0] == "the new job offer fell through"
+    finally:
+        await store.close()
+
+
+class _NoModels:
+    def get_nlp(self, *, wait: bool = True) -> None:
+        return None
+
+    def get_scorer(self, kind: str, *, wait: bool = True) -> None:
+        return None
+
+    def get_bi_encoder(self, *, wait: bool = True) -> None:
+        return None
+
+    @property
+    def warnings(self) -> list[str]:
+        return []
