@@ -44,7 +44,7 @@ import numpy as np
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models.precision import resolve_precision
-from smartsearch_mcp.models.registry import configure_torch
+from smartsearch_mcp.models.registry import ModelRegistry, configure_torch
 from smartsearch_mcp.models.resolve import ModelLocation, find_package_model
 from smartsearch_mcp.models.scorers import ColbertScorer, CrossEncoderScorer, maxsim
 from smartsearch_mcp.pipeline.rank import run_scorers
@@ -197,7 +197,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="smartsearch-bench-rankers-") as folder:
         progress("building random-weight models of the configured shapes")
         paths = build_models(Path(folder), ce_shape, cb_shape)
-        parallel = len(paths)
+        parallel = ModelRegistry.from_config(config).parallel_scorers  # recall's split
         progress("timing the naive way (fp32, library defaults, one after the other)")
         naive = _time_naive(paths, pairs, cores)
         progress(f"timing recall's way ({chosen}, ColBERT documents as stored)")
@@ -307,7 +307,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     for name, layout in summary["thread_layouts"].items():
         how = "in parallel" if layout["parallel"] else "one after the other"
-        mark = " (recall's way)" if name in ("parallel_split", "single_ranker") else ""
+        mark = " (recall's way)" if name == "recall" else ""
         if name.endswith("onnx_int8"):
             how += ", cross-encoder on ONNX Runtime int8"
         rows.append(
@@ -436,12 +436,12 @@ def _time_recall_way(
         stored = iter(blobs)
         documents = [[unpack_tokens(next(stored)) for _ in texts] for _, texts in pairs]
     layouts = {
-        "parallel_split": (threads, True),  # what recall does
-        "parallel_all_cores": (cores, True),
+        "recall": (threads, True),  # what recall does: both at once, `threads` each
+        "parallel_split": (max(1, cores // 2), True),  # the cores shared out between them
         "sequential_all_cores": (cores, False),
     }
-    if parallel < 2:
-        layouts = {"single_ranker": (cores if threads >= cores else threads, True)}
+    if len(paths) < 2:
+        layouts = {"recall": (threads, True)}
     for name, (per_ranker, at_once) in layouts.items():
         progress(f"  {name}: {per_ranker} thread(s) per ranker")
         for scorer in (cross, colbert):
@@ -449,10 +449,10 @@ def _time_recall_way(
                 scorer.threads = per_ranker
         times = _time_layout(cross, colbert, pairs, documents, at_once, config)
         out["layouts"][name] = _layout_summary(per_ranker, at_once, times)
-        if name in ("parallel_split", "single_ranker"):
+        if name == "recall":
             out.update(times)
     if cross is not None and cross.backend == "torch" and _onnx_installed():
-        progress(f"  parallel_split, cross-encoder on ONNX Runtime int8: {threads} thread(s)")
+        progress(f"  recall, cross-encoder on ONNX Runtime int8: {threads} thread(s)")
         onnx = CrossEncoderScorer.load(
             ModelLocation(str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"),
             batch_size=batch,
@@ -464,7 +464,7 @@ def _time_recall_way(
         if colbert is not None:
             colbert.threads = threads
         times = _time_layout(onnx, colbert, pairs, documents, True, config)
-        out["layouts"]["parallel_split_onnx_int8"] = _layout_summary(threads, True, times)
+        out["layouts"]["recall_onnx_int8"] = _layout_summary(threads, True, times)
         out["onnx_cross_encoder"] = _agreement(cross, onnx, pairs)
     return out
 

@@ -55,11 +55,11 @@ def test_the_json_summary_times_both_ways_with_the_configured_shapes(
     assert summary["colbert_bytes_per_passage"] >= 32
     assert summary["colbert_index_passages_per_s"] > 0
     layouts = summary["thread_layouts"]
-    assert {"parallel_split", "parallel_all_cores", "sequential_all_cores"} <= set(layouts)
-    if "parallel_split_onnx_int8" in layouts:  # onnxruntime installed: compared, same pairs
+    assert {"recall", "parallel_split", "sequential_all_cores"} <= set(layouts)
+    if "recall_onnx_int8" in layouts:  # onnxruntime installed: compared, same pairs
         assert summary["onnx_cross_encoder"]["precision"] == "int8"
         assert -1 <= summary["onnx_cross_encoder"]["mean_spearman"] <= 1
-    assert layouts["parallel_split"]["rank_p50_ms"] == summary["rank_p50_ms"]
+    assert layouts["recall"]["rank_p50_ms"] == summary["rank_p50_ms"]
     assert not layouts["sequential_all_cores"]["parallel"]
     # the whole recall over the LoCoMo fixture, with the ColBERT indexed in the background
     whole = summary["whole_recall"]

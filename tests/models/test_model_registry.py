@@ -288,15 +288,16 @@ def test_configure_torch_splits_the_cores_between_parallel_scorers() -> None:
         torch.set_num_threads(before)
 
 
-def test_from_config_runs_as_many_parallel_scorers_as_rank_allows() -> None:
+def test_the_cross_encoder_gets_every_core_beside_a_colbert_that_reads_stored_vectors() -> None:
     config = Config().with_overrides(rank={"max_parallel": 3})
 
     registry = ModelRegistry.from_config(config)
 
-    assert registry.parallel_scorers == 2  # the cross-encoder and ColBERT
+    # ColBERT encodes only the query per recall (documents are stored at write time): it
+    # takes no share of the cores from the cross-encoder.
+    assert tuple(config.rank.scorers[:2]) == ("cross_encoder", "colbert")
+    assert registry.parallel_scorers == 1
     assert registry.models == config.models and registry.nlp == config.nlp
-    single = config.with_overrides(rank={"max_parallel": 1})
-    assert ModelRegistry.from_config(single).parallel_scorers == 1
 
 
 def test_a_bi_encoder_alone_gets_every_core() -> None:
