@@ -50,6 +50,7 @@ from smartsearch_mcp.store.turns import (
     check_name,
     iso,
     new_session_id,
+    new_turn_rows,
     now,
     row_to_turn,
     rows_to_turns,
@@ -364,31 +365,9 @@ class PostgresStore(TurnChecks):
                 )
                 row = await cur.fetchone()
                 next_id = int(row[0]) - new + 1 if row else 1
-            ids: list[int] = []
-            rows: list[tuple[Any, ...]] = []
-            for turn, match in zip(prepared, matches, strict=True):
-                if match is not None:
-                    ids.append(stored[match][0])
-                    continue
-                ids.append(next_id)
-                rows.append(
-                    (
-                        next_id,
-                        namespace,
-                        session,
-                        position,
-                        turn.speaker,
-                        turn.role,
-                        turn.text,
-                        turn.timestamp,
-                        turn.timestamp_raw,
-                        created_at,
-                        turn.metadata_json,
-                        turn.content_hash,
-                    )
-                )
-                next_id += 1
-                position += 1
+            ids, rows = new_turn_rows(
+                prepared, matches, stored, next_id, (namespace, session, position, created_at)
+            )
             await cur.execute(
                 "INSERT INTO sessions (namespace, id, created_at, turn_count) "
                 "VALUES (%s, %s, %s, 0) ON CONFLICT (namespace, id) DO NOTHING",

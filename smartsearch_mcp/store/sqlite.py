@@ -58,6 +58,7 @@ from smartsearch_mcp.store.turns import (
     chunks,
     iso,
     new_session_id,
+    new_turn_rows,
     now,
     row_to_turn,
     rows_to_turns,
@@ -275,33 +276,10 @@ class SQLiteStore(TurnChecks):
                 row = await cursor.fetchone()
             async with db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'turns'") as cursor:
                 seq_row = await cursor.fetchone()
-            next_id = max(int(row[0]) if row else 0, int(seq_row[0]) if seq_row else 0) + 1
-            first_new = next_id
-            ids: list[int] = []
-            rows: list[tuple[Any, ...]] = []
-            for turn, match in zip(prepared, matches, strict=True):
-                if match is not None:
-                    ids.append(stored[match][0])
-                    continue
-                ids.append(next_id)
-                rows.append(
-                    (
-                        next_id,
-                        namespace,
-                        session,
-                        position,
-                        turn.speaker,
-                        turn.role,
-                        turn.text,
-                        turn.timestamp,
-                        turn.timestamp_raw,
-                        created_at,
-                        turn.metadata_json,
-                        turn.content_hash,
-                    )
-                )
-                next_id += 1
-                position += 1
+            first_new = max(int(row[0]) if row else 0, int(seq_row[0]) if seq_row else 0) + 1
+            ids, rows = new_turn_rows(
+                prepared, matches, stored, first_new, (namespace, session, position, created_at)
+            )
             await db.execute(
                 "INSERT INTO sessions (namespace, id, created_at, turn_count) VALUES (?, ?, ?, 0) "
                 "ON CONFLICT (namespace, id) DO NOTHING",
@@ -312,12 +290,13 @@ class SQLiteStore(TurnChecks):
                     f"INSERT INTO turns ({_TURN_COLUMNS}, content_hash) VALUES ({_marks(12)})",
                     rows,
                 )
-                # The new turns hold ids first_new .. next_id - 1 (this transaction holds
-                # the write lock). One statement lets FTS5 index them in one go.
+                # The new turns hold ids first_new .. first_new + len(rows) - 1 (this
+                # transaction holds the write lock). One statement lets FTS5 index them in
+                # one go.
                 await db.execute(
                     "INSERT INTO turns_fts (rowid, text, speaker) SELECT id, text, speaker "
                     "FROM turns WHERE id >= ? AND id < ?",
-                    (first_new, next_id),
+                    (first_new, first_new + len(rows)),
                 )
                 await _refresh_sessions(db, namespace, [session])
             await db.execute(

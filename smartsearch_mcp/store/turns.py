@@ -297,3 +297,47 @@ TRANSFER_TABLES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("namespace", "digest"),
     ),
 }
+
+
+def new_turn_rows(
+    prepared: Sequence[PreparedTurn],
+    matches: Sequence[int | None],
+    stored: Sequence[tuple[int, str, int]],
+    first_id: int,
+    where: tuple[str, str, int, str],
+) -> tuple[list[int], list[tuple[Any, ...]]]:
+    """The ids a `remember` call answers with, in input order, and the rows of its new turns.
+
+    `matches[i]` is the index in `stored` (the session's turns as (id, content hash,
+    position)) of the turn that input `i` re-sends, or None for a new turn; new turns get ids
+    from `first_id` and positions from the session's next one, in order. `where` is
+    (namespace, session id, next position, created_at). Rows hold the turn columns in
+    order of the stores' `_TURN_COLUMNS`, followed by the content hash."""
+    namespace, session, position, created_at = where
+    next_id = first_id
+    ids: list[int] = []
+    rows: list[tuple[Any, ...]] = []
+    for turn, match in zip(prepared, matches, strict=True):
+        if match is not None:
+            ids.append(stored[match][0])
+            continue
+        ids.append(next_id)
+        rows.append(
+            (
+                next_id,
+                namespace,
+                session,
+                position,
+                turn.speaker,
+                turn.role,
+                turn.text,
+                turn.timestamp,
+                turn.timestamp_raw,
+                created_at,
+                turn.metadata_json,
+                turn.content_hash,
+            )
+        )
+        next_id += 1
+        position += 1
+    return ids, rows
