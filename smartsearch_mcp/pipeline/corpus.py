@@ -26,6 +26,7 @@ import numpy as np
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
+from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
@@ -404,7 +405,7 @@ class Embeddings:
             try:
                 vectors = await off_loop(self.limiter, bi_encoder.embed, [texts[r] for r in rows])
             except Exception as exc:  # the model's own failure, told apart from the store's
-                raise EmbeddingFailed(f"{type(exc).__name__}: {exc}") from exc
+                raise EncodingFailed(f"{type(exc).__name__}: {exc}") from exc
             matrix[rows] = vectors
             items = [(keys[r][0], keys[r][1], vectors[j].tobytes()) for j, r in enumerate(rows)]
             if store:
@@ -487,27 +488,20 @@ class Embeddings:
         done = await self.write_pending()
         for variant in self.variants():
             model = bi_encoder.model_id + variant
-            failed = self.failed.setdefault(model, set())
-            after = 0
-            while turns := await self.store.turns_without_embeddings(model, batch, after):
-                after = turns[-1].id
-                todo = [turn for turn in turns if turn.id not in failed]
-                try:
-                    done += await self._embed_turns(todo, bi_encoder, variant)
-                except EmbeddingFailed:  # find the turns it fails on, embed the others
-                    for turn in todo:
-                        try:
-                            done += await self._embed_turns([turn], bi_encoder, variant)
-                        except EmbeddingFailed as exc:
-                            failed.add(turn.id)
-                            log.warning(
-                                "background embedding skips turn %d, which the bi-encoder "
-                                "fails on (%s); it stays searchable lexically",
-                                turn.id,
-                                exc.__cause__,
-                            )
-                if progress is not None:
-                    progress(len(turns))
+
+            async def embed(turns: Sequence[Turn], variant: str = variant) -> int:
+                return await self._embed_turns(turns, bi_encoder, variant)
+
+            done += await index_backlog(
+                self.store,
+                model,
+                embed,
+                batch=batch,
+                failed=self.failed.setdefault(model, set()),
+                skipped="background embedding skips turn %d, which the bi-encoder fails on "
+                "(%s); it stays searchable lexically",
+                progress=progress,
+            )
         return done
 
     async def _embed_turns(self, turns: Sequence[Turn], bi_encoder: Any, variant: str) -> int:
@@ -523,10 +517,6 @@ class Embeddings:
     def failures(self) -> int:
         """Turns the background embedding skipped because the model fails on them."""
         return sum(len(turns) for turns in self.failed.values())
-
-
-class EmbeddingFailed(Exception):
-    """The bi-encoder raised on a batch of texts (its error is the `__cause__`)."""
 
 
 def _decode(

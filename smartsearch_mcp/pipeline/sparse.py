@@ -24,6 +24,7 @@ import numpy as np
 
 from smartsearch_mcp.models.splade import EMPTY, SparseVector
 from smartsearch_mcp.pipeline import off_loop
+from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog
 from smartsearch_mcp.pipeline.retrieve import Corpus, ranking_text
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ class SparseVectors:
         # model -> (turn id, start) -> vector bytes, encoded by recalls, not stored yet
         self.pending: dict[str, OrderedDict[tuple[int, int], bytes]] = {}
         self.on_pending: Callable[[], None] | None = None
+        # model -> turns the background encoding skips (the model fails on them)
+        self.failed: dict[str, set[int]] = {}
 
     async def fill(
         self, corpus: Corpus, splade: Any, budget: EmbedBudget, among: Sequence[int] | None = None
@@ -178,18 +181,29 @@ class SparseVectors:
             for turn_id, start, _ in items:
                 waiting.pop((turn_id, start), None)
             done += len(items)
-        after = 0
-        while turns := await self.store.turns_without_embeddings(model, batch, after):
-            after = turns[-1].id
-            done += await self._encode_turns(turns, splade)
-            if progress is not None:
-                progress(len(turns))
+
+        async def encode(turns: Sequence[Turn]) -> int:
+            return await self._encode_turns(turns, splade)
+
+        done += await index_backlog(
+            self.store,
+            model,
+            encode,
+            batch=batch,
+            failed=self.failed.setdefault(model, set()),
+            skipped="background SPLADE encoding skips turn %d, which the model fails on (%s); "
+            "a recall scores it without SPLADE",
+            progress=progress,
+        )
         return done
 
     async def _encode_turns(self, turns: Sequence[Turn], splade: Any) -> int:
         passages: list[Passage] = await off_loop(self.limiter, self.passages.split, turns)
         texts = [ranking_text(p) for p in passages]
-        vectors = await off_loop(self.limiter, splade.encode, texts)
+        try:
+            vectors = await off_loop(self.limiter, splade.encode, texts)
+        except Exception as exc:  # the model's own failure, told apart from the store's
+            raise EncodingFailed(f"{type(exc).__name__}: {exc}") from exc
         items = [(p.key[0], p.key[1], v.to_bytes()) for p, v in zip(passages, vectors, strict=True)]
         await self.store.put_embeddings(model := splade.model_id, items)
         log.debug("stored %d SPLADE vectors (%s)", len(items), model)

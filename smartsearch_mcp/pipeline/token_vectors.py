@@ -28,6 +28,7 @@ import anyio
 import numpy as np
 
 from smartsearch_mcp.pipeline import off_loop
+from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog
 from smartsearch_mcp.pipeline.retrieve import ranking_text
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.types import Passage, Turn
@@ -206,27 +207,20 @@ class TokenVectors:
         fails on is skipped (logged once, counted in `failed`)."""
         done = await self.write_pending()
         model = model_key(colbert)
-        failed = self.failed.setdefault(model, set())
-        after = 0
-        while turns := await self.store.turns_without_embeddings(model, batch, after):
-            after = turns[-1].id
-            todo = [turn for turn in turns if turn.id not in failed]
-            try:
-                done += await self._index_turns(todo, colbert, model)
-            except TokenEncodingFailed:  # find the turns it fails on, index the others
-                for turn in todo:
-                    try:
-                        done += await self._index_turns([turn], colbert, model)
-                    except TokenEncodingFailed as exc:
-                        failed.add(turn.id)
-                        log.warning(
-                            "background ColBERT indexing skips turn %d, which the model fails "
-                            "on (%s); a recall scores it without ColBERT",
-                            turn.id,
-                            exc.__cause__,
-                        )
-            if progress is not None:
-                progress(len(turns))
+
+        async def index(turns: Sequence[Turn]) -> int:
+            return await self._index_turns(turns, colbert, model)
+
+        done += await index_backlog(
+            self.store,
+            model,
+            index,
+            batch=batch,
+            failed=self.failed.setdefault(model, set()),
+            skipped="background ColBERT indexing skips turn %d, which the model fails on (%s); "
+            "a recall scores it without ColBERT",
+            progress=progress,
+        )
         return done
 
     async def _index_turns(self, turns: Sequence[Turn], colbert: Any, model: str) -> int:
@@ -237,7 +231,7 @@ class TokenVectors:
         try:
             vectors = await off_loop(self.limiter, colbert.encode_documents, texts)
         except Exception as exc:  # the model's own failure, told apart from the store's
-            raise TokenEncodingFailed(f"{type(exc).__name__}: {exc}") from exc
+            raise EncodingFailed(f"{type(exc).__name__}: {exc}") from exc
         items = await off_loop(self.limiter, _packed, passages, vectors)
         await self.store.put_embeddings(model, items)
         return len(items)
@@ -245,10 +239,6 @@ class TokenVectors:
     def failures(self) -> int:
         """Turns the background indexing skipped because the model fails on them."""
         return sum(len(turns) for turns in self.failed.values())
-
-
-class TokenEncodingFailed(Exception):
-    """The ColBERT model raised on a batch of texts (its error is the `__cause__`)."""
 
 
 def _unpack_all(

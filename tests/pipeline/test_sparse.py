@@ -184,3 +184,24 @@ def test_scores_of_some_passages_are_their_dot_products_and_unknown_ones_nan() -
     got = matrix.scores_at([2, 0, 3], query)
     assert got[:2] == pytest.approx([vectors[2].dot(query), vectors[0].dot(query)])
     assert np.isnan(got[2])
+
+
+class PoisonedSplade(ExpandingSplade):
+    """Raises on any batch holding a text with "poison", like a model failing on one turn."""
+
+    def encode(self, texts: Sequence[str]) -> list[SparseVector]:
+        if any("poison" in text for text in texts):
+            raise RuntimeError("the model cannot read this")
+        return super().encode(texts)
+
+
+async def test_background_encoding_skips_a_turn_splade_fails_on_and_goes_on(store, caplog):
+    pipeline = RecallPipeline(store, _config(), Registry(PoisonedSplade()))  # type: ignore[arg-type]
+    await store.remember("ns", "s2", [TurnInput("a poison pill"), TurnInput("a kitten naps")])
+
+    assert await pipeline.embed_backlog(batch=2) == 4  # the three turns and the kitten
+    assert await pipeline.embedding_backlog() == 1  # only the turn it fails on
+    assert pipeline.sparse.failed == {PoisonedSplade().model_id: {4}}
+    assert sum("skips turn 4" in r.getMessage() for r in caplog.records) == 1
+    await store.remember("ns", "s3", [TurnInput("a later note")])
+    assert await pipeline.embed_backlog(batch=2) == 1  # not blocked, not tried again
