@@ -9,7 +9,7 @@ skipped (logged once, remembered in `failed`), so it never blocks the turns afte
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Protocol
 
 from smartsearch_mcp.types import Turn
@@ -26,6 +26,27 @@ class _Backlog(Protocol):
     async def turns_without_embeddings(
         self, model: str, limit: int, after_id: int = 0
     ) -> list[Turn]: ...
+
+    async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None: ...
+
+
+async def store_pending(
+    store: _Backlog, pending: Mapping[str, MutableMapping[tuple[int, int], bytes]]
+) -> int:
+    """Store the vectors recalls computed and handed over (model -> (turn id, passage
+    start) -> bytes; recall itself never writes); returns how many. An entry a recall
+    replaced while they were written stays for the next call."""
+    written = 0
+    for model, waiting in list(pending.items()):
+        items = [(t, s, v) for (t, s), v in list(waiting.items())]
+        if not items:
+            continue
+        await store.put_embeddings(model, items)
+        for turn_id, start, blob in items:
+            if waiting.get((turn_id, start)) is blob:
+                del waiting[(turn_id, start)]
+        written += len(items)
+    return written
 
 
 async def index_backlog(

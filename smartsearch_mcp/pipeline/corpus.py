@@ -26,7 +26,7 @@ import numpy as np
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
-from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog
+from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog, store_pending
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
@@ -464,17 +464,7 @@ class Embeddings:
 
     async def write_pending(self) -> int:
         """Store the vectors recalls embedded; returns how many."""
-        written = 0
-        for model, waiting in list(self.pending.items()):
-            items = [(t, s, v) for (t, s), v in list(waiting.items())]
-            if not items:
-                continue
-            await self.store.put_embeddings(model, items)
-            for turn_id, start, vector in items:
-                if waiting.get((turn_id, start)) is vector:
-                    del waiting[(turn_id, start)]
-            written += len(items)
-        return written
+        return await store_pending(self.store, self.pending)
 
     async def embed_backlog(
         self,

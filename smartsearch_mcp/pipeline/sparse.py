@@ -24,7 +24,7 @@ import numpy as np
 
 from smartsearch_mcp.models.splade import EMPTY, SparseVector
 from smartsearch_mcp.pipeline import off_loop
-from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog
+from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog, store_pending
 from smartsearch_mcp.pipeline.retrieve import Corpus, ranking_text
 
 if TYPE_CHECKING:
@@ -172,15 +172,8 @@ class SparseVectors:
     ) -> int:
         """Store what recalls encoded, then encode the stored turns that have no SPLADE
         vector yet; returns how many passages were stored."""
-        done = 0
+        done = await store_pending(self.store, self.pending)
         model = splade.model_id
-        waiting = self.pending.get(model)
-        if waiting:
-            items = [(t, s, v) for (t, s), v in list(waiting.items())]
-            await self.store.put_embeddings(model, items)
-            for turn_id, start, _ in items:
-                waiting.pop((turn_id, start), None)
-            done += len(items)
 
         async def encode(turns: Sequence[Turn]) -> int:
             return await self._encode_turns(turns, splade)

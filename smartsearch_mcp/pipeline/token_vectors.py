@@ -28,7 +28,7 @@ import anyio
 import numpy as np
 
 from smartsearch_mcp.pipeline import off_loop
-from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog
+from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog, store_pending
 from smartsearch_mcp.pipeline.retrieve import ranking_text
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.types import Passage, Turn
@@ -184,17 +184,7 @@ class TokenVectors:
 
     async def write_pending(self) -> int:
         """Store the token vectors recalls encoded; returns how many passages."""
-        written = 0
-        for model, waiting in list(self.pending.items()):
-            items = [(t, s, v) for (t, s), v in list(waiting.items())]
-            if not items:
-                continue
-            await self.store.put_embeddings(model, items)
-            for turn_id, start, blob in items:
-                if waiting.get((turn_id, start)) is blob:
-                    del waiting[(turn_id, start)]
-            written += len(items)
-        return written
+        return await store_pending(self.store, self.pending)
 
     async def index_backlog(
         self,
