@@ -13,8 +13,8 @@ loaded: it listens on a private Unix socket, and `smartsearch-mcp recall` asks i
   structured result. The server answers only when its settings are the CLI's (a hash of
   the effective configuration), so the answer is the one a local recall would give.
 - Never in the way: no socket, a stale one (server killed), another configuration or any
-  failure → the CLI recalls locally, as before. The first server on a database listens;
-  the others don't.
+  failure → the CLI recalls locally, as before. The first server on a database listens
+  (it holds a lock on `<socket>.lock` while it does); the others don't.
 """
 
 from __future__ import annotations
@@ -103,40 +103,59 @@ def config_fingerprint(config: Config) -> str:
 
 async def serve_recalls(memory: Memory, db: str | Path, config: Config) -> None:
     """Answer CLI recalls on `db`'s socket until cancelled. Returns at once when the
-    socket cannot be used or another server already listens on it."""
+    socket cannot be used or another server already answers on it. Never raises (but
+    cancellation): the CLI's shortcut must not take the server down with it."""
     path = socket_path(db, create_dir=True)
     if path is None:
         return
-    if await _someone_listens(path):
-        log.info("another server answers CLI recalls for %s", db)
-        return
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()  # stale: its server is gone
     try:
-        listener = await anyio.create_unix_listener(path, mode=0o600)
-    except OSError as exc:  # another server bound it just now, or the directory is gone
+        claim = _claim(path)
+    except OSError as exc:
         log.info("not answering CLI recalls on %s: %s", path, exc)
         return
-    inode = path.stat().st_ino
-    fingerprint = config_fingerprint(config)
-    log.info("answering CLI recalls on %s", path)
+    if claim is None:
+        log.info("another server answers CLI recalls for %s", db)
+        return
     try:
-        async with listener:
-            await listener.serve(lambda stream: _answer(stream, memory, fingerprint))
-    finally:
-        with contextlib.suppress(OSError):
-            if path.stat().st_ino == inode:
+        # Whoever holds the claim owns the path: a socket file left there is stale.
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        try:
+            listener = await anyio.create_unix_listener(path, mode=0o600)
+        except OSError as exc:  # e.g. the directory is gone
+            log.info("not answering CLI recalls on %s: %s", path, exc)
+            return
+        fingerprint = config_fingerprint(config)
+        log.info("answering CLI recalls on %s", path)
+        try:
+            async with listener:
+                await listener.serve(lambda stream: _answer(stream, memory, fingerprint))
+        except OSError as exc:
+            log.warning("stopped answering CLI recalls on %s: %s", path, exc)
+        finally:
+            with contextlib.suppress(OSError):
                 path.unlink()
+    finally:
+        os.close(claim)
 
 
-async def _someone_listens(path: Path) -> bool:
+def _claim(path: Path) -> int | None:
+    """An exclusive lock on `<socket>.lock` (a descriptor to keep open while serving), or
+    None when another server holds it. The lock goes with the process, so a killed
+    server's socket is known stale; and two servers starting at once cannot both bind
+    (or one unlink the other's socket) as a check-then-bind could."""
+    import fcntl  # POSIX only, as are the sockets (socket_path)
+
+    fd = os.open(path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        with anyio.fail_after(CONNECT_TIMEOUT_S):
-            stream = await anyio.connect_unix(path)
-    except (OSError, TimeoutError):
-        return False
-    await stream.aclose()
-    return True
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 async def _answer(stream: SocketStream, memory: Memory, fingerprint: str) -> None:

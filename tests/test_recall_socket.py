@@ -9,6 +9,8 @@ import json
 import os
 import socket
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -273,3 +275,98 @@ def test_a_recall_error_from_the_server_reads_as_the_local_one(tmp_path, runtime
         warm = run_cli(args, env=_env(runtime), timeout=TIMEOUT)
     assert local.returncode == warm.returncode != 0
     assert local.stderr.strip().splitlines()[-1] == warm.stderr.strip().splitlines()[-1]
+
+
+_RACER = """
+import sys, time
+from pathlib import Path
+import anyio
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.memory import Memory
+from smartsearch_mcp.recall_socket import serve_recalls
+
+config_path, db, go = sys.argv[1:4]
+
+async def main():
+    config = Config.load(config_path)
+    memory = await Memory.open(config, ":memory:", "default")
+    try:
+        while not Path(go).exists():
+            time.sleep(0.001)
+        await serve_recalls(memory, db, config)
+    finally:
+        await memory.close()
+
+anyio.run(main)
+"""
+
+
+def test_servers_starting_at_once_on_one_database_leave_one_listening_and_none_fails(
+    tmp_path, runtime
+):
+    # Eight server processes on one database (a shared PostgreSQL one, say) start together:
+    # one takes the socket, the others return; none unlinks another's socket or raises (a
+    # raise there takes its whole server down).
+    config = write_lexical_config(tmp_path)
+    db = tmp_path / "memory.db"
+    go = tmp_path / "go"
+    env = {**subprocess_env(), RUNTIME_ENV: str(runtime)}
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACER, str(config), str(db), str(go)],
+            env=env,
+            cwd=REPO,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(8)
+    ]
+    try:
+        time.sleep(3)  # imports done
+        path = socket_path(db, create_dir=True)
+        go.touch()
+        assert path is not None
+        deadline = time.monotonic() + 60
+        while sum(r.poll() is not None for r in racers) < 7 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        running = [r for r in racers if r.poll() is None]
+        assert len(running) == 1
+        assert all(r.returncode == 0 for r in racers if r is not running[0])
+        reply = _exchange(
+            path, json.dumps({"op": "recall", "config": "x", "query": QUERY}).encode() + b"\n"
+        )
+        assert reply == {"ok": False, "other_config": True}
+    finally:
+        for r in racers:
+            r.kill()
+        errors = "".join(r.communicate()[1] for r in racers)
+    assert "Traceback" not in errors, errors
+
+
+@pytest.mark.anyio
+async def test_a_stale_socket_file_is_replaced(tmp_path, runtime):
+    config = Config.load(write_lexical_config(tmp_path))
+    db = tmp_path / "memory.db"
+    memory = await Memory.open(config, db, "default")
+    path = socket_path(db, create_dir=True)
+    assert path is not None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as dead:
+        dead.bind(str(path))  # bound, never listening: what a killed server leaves
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve_recalls, memory, db, config)
+            good = {"op": "recall", "config": config_fingerprint(config), "query": QUERY}
+            with anyio.fail_after(30):
+                while True:
+                    try:
+                        reply = await anyio.to_thread.run_sync(
+                            _exchange, path, json.dumps(good).encode() + b"\n"
+                        )
+                        break
+                    except OSError:
+                        await anyio.sleep(0.05)
+            assert reply["ok"] is True
+            group.cancel_scope.cancel()
+    finally:
+        await memory.close()

@@ -88,10 +88,13 @@ async def test_eight_server_processes_on_one_database_store_every_acknowledged_t
                         recalls += 1
 
     started = time.perf_counter()
-    with anyio.fail_after(900):
-        async with anyio.create_task_group() as group:
-            for n in range(SERVERS):
-                group.start_soon(server, n)
+    try:
+        with anyio.fail_after(900):
+            async with anyio.create_task_group() as group:
+                for n in range(SERVERS):
+                    group.start_soon(server, n)
+    except Exception as exc:  # a server died or hung: what it said is the diagnosis
+        raise AssertionError(f"a server failed; their stderr:\n{_logs(tmp_path)}") from exc
     elapsed = time.perf_counter() - started
 
     assert errors == []
@@ -101,9 +104,16 @@ async def test_eight_server_processes_on_one_database_store_every_acknowledged_t
     assert sum(len(ids) for ids in by_text.values()) == SERVERS * TURNS_PER_SERVER
     for text, turn_id in acknowledged.items():
         assert by_text.get(text) == [turn_id], text
-    logs = "".join(p.read_text() for p in tmp_path.glob("server-*.log")).lower()
-    assert "deadlock" not in logs and "traceback" not in logs
+    logs = _logs(tmp_path)
+    assert "deadlock" not in logs.lower() and "traceback" not in logs.lower(), logs
     print(f"{SERVERS} servers x {TURNS_PER_SERVER} turns in {elapsed:.0f}s")
+
+
+def _logs(directory: Path) -> str:
+    return "".join(
+        f"--- {p.name}\n{p.read_text(errors='replace')}"
+        for p in sorted(directory.glob("server-*.log"))
+    )
 
 
 @dataclass
