@@ -68,7 +68,9 @@ def test_a_scorer_is_loaded_once_and_then_reused(tiny_config: ModelsConfig) -> N
 
     assert registry.get_scorer("bi_encoder") is first
     assert registry.get_bi_encoder() is first
-    assert importer.calls["sentence_transformers"] == 1
+    # loaded once: its layout is mean pooling + normalize, run over transformers (pooled.py)
+    assert importer.calls["transformers"] == 1
+    assert importer.calls["sentence_transformers"] == 0
 
 
 def test_threads_asking_at_once_share_one_load(tiny_config: ModelsConfig) -> None:
@@ -96,7 +98,7 @@ def test_without_waiting_a_model_still_loading_is_none_for_now(tiny_config: Mode
     entered = threading.Event()
 
     def slow_importer(name: str) -> Any:
-        if name == "sentence_transformers":
+        if name == "transformers":  # what the tiny bi-encoder's load imports (pooled.py)
             entered.set()
             release.wait(timeout=30)
         return importlib.import_module(name)
@@ -182,17 +184,29 @@ def test_a_missing_pylate_names_the_extra_to_install(tiny_config: ModelsConfig) 
     ]
 
 
-def test_a_missing_sentence_transformers_degrades_every_scorer(tiny_config: ModelsConfig) -> None:
+def test_a_missing_sentence_transformers_degrades_the_rankers_that_need_it(
+    tiny_config: ModelsConfig,
+) -> None:
     importer = CountingImporter(missing=("sentence_transformers",))
+    registry = ModelRegistry(tiny_config, importer=importer)
+
+    assert [registry.get_scorer(kind) for kind in ("cross_encoder", "colbert")] == [None, None]
+    # mean pooling + normalize runs over transformers alone (pooled.py)
+    assert isinstance(registry.get_bi_encoder(), BiEncoderScorer)
+    assert len(registry.warnings) == 2
+    assert all(
+        "sentence-transformers is not installed (pip install 'sentence-transformers>=5.3')" in w
+        for w in registry.warnings
+    )
+
+
+def test_a_missing_transformers_degrades_every_scorer(tiny_config: ModelsConfig) -> None:
+    importer = CountingImporter(missing=("transformers", "sentence_transformers"))
     registry = ModelRegistry(tiny_config, importer=importer)
 
     assert [registry.get_scorer(kind) for kind in ("cross_encoder", "colbert")] == [None, None]
     assert registry.get_bi_encoder() is None
     assert len(registry.warnings) == 3
-    assert all(
-        "sentence-transformers is not installed (pip install 'sentence-transformers>=5.3')" in w
-        for w in registry.warnings
-    )
 
 
 def test_an_uncached_hub_model_offline_fails_fast_with_what_to_do() -> None:
