@@ -16,6 +16,7 @@ import smartsearch_mcp.memory as memory_module
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models.registry import ModelRegistry, ModelStatus
 from smartsearch_mcp.server import create_server
+from smartsearch_mcp.types import TurnInput
 
 pytestmark = pytest.mark.anyio
 
@@ -84,3 +85,45 @@ async def test_the_first_recall_answers_lexically_while_a_model_loads(
             assert not any("loading" in w for w in second["warnings"])
     finally:
         release.set()
+
+
+class OverlapRegistry(ModelRegistry):
+    """Records whether the cross-encoder began loading while spaCy was still loading."""
+
+    def __init__(self, config: Config) -> None:
+        super().__init__(config.models, config.nlp)
+        self.ranker_started = threading.Event()
+        self.overlapped = False
+
+    def _load(self, kind: str) -> tuple[Any | None, ModelStatus]:
+        if kind == "spacy":
+            self.overlapped = self.ranker_started.wait(timeout=20)
+            return None, ModelStatus(kind, "none", None, ok=False)
+        self.ranker_started.set()
+        return PuppyScorer(), ModelStatus(kind, "fake", None, ok=True)
+
+
+async def test_a_cold_recall_loads_the_rankers_while_spacy_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A CLI recall waits for its models: they load side by side, not one after the other.
+    config = CONFIG.with_overrides(nlp={"spacy_models": ["some_spacy_model"]})
+    registry = OverlapRegistry(config)
+
+    class Registry:
+        @staticmethod
+        def from_config(config: Config, **options: Any) -> ModelRegistry:
+            return registry
+
+    monkeypatch.setattr(memory_module, "ModelRegistry", Registry)
+    memory = await memory_module.Memory.open(config, tmp_path / "m.db", "default")
+    try:
+        await memory.remember([TurnInput(text="My puppy is called Biscuit.")])
+        with anyio.fail_after(60):
+            result = await memory.recall(QUERY["query"])
+    finally:
+        await memory.close()
+
+    assert registry.overlapped
+    assert result.rankers == ["cross_encoder"]
+    assert "Biscuit" in result.passages[0].candidate.passage.text

@@ -244,6 +244,10 @@ class RecallPipeline:
         on_recall = self.config.rank.embed_on_recall
         run = _Recall(EmbedBudget(on_recall), TokenBudget(on_recall), EmbedBudget(on_recall))
         clock = time.perf_counter()
+        if self.wait_for_models:
+            # A cold process (a CLI recall): the rankers load in the background while spaCy
+            # loads and analyses the query, instead of after it.
+            self.models.start_loading(k for k in self.model_kinds() if k != "spacy")
         nlp = await self._model("spacy", run) if self.config.nlp.spacy_models else None
         analysis = await off_loop(self._limiter, analyze_query, query, nlp, reference)
         clock = lap(run.timings, "analyze", clock)

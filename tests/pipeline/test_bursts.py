@@ -122,6 +122,9 @@ class _NoModels:
     def get_bi_encoder(self, *, wait: bool = True) -> None:
         return None
 
+    def start_loading(self, kinds: object) -> None:
+        pass  # the scorers are given, nothing loads
+
     @property
     def warnings(self) -> list[str]:
         return []

@@ -53,6 +53,9 @@ class FakeRegistry:
     def get_bi_encoder(self, *, wait: bool = True) -> Any:
         return self.scorers.get("bi_encoder")
 
+    def start_loading(self, kinds: object) -> None:
+        pass  # the scorers are given, nothing loads
+
 
 def _config(**sections: dict[str, Any]) -> Config:
     base: dict[str, dict[str, Any]] = {"nlp": {"spacy_models": []}, "retrieval": {"dense": False}}

@@ -75,6 +75,9 @@ class NoModels:
     def get_bi_encoder(self, *, wait: bool = True) -> None:
         return None
 
+    def start_loading(self, kinds: object) -> None:
+        pass  # the scorers are given, nothing loads
+
 
 def _turns(count: int) -> list[TurnInput]:
     rnd = random.Random(0)

@@ -90,6 +90,9 @@ class FakeRegistry:
     def get_bi_encoder(self, *, wait: bool = True) -> Any:
         return self.scorers.get("bi_encoder")
 
+    def start_loading(self, kinds: object) -> None:
+        pass  # the scorers are given, nothing loads
+
     @property
     def warnings(self) -> list[str]:
         return list(self._warnings)

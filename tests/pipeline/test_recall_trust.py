@@ -40,6 +40,9 @@ class NoModels:
     def get_bi_encoder(self, *, wait: bool = True) -> None:
         return None
 
+    def start_loading(self, kinds: object) -> None:
+        pass  # the scorers are given, nothing loads
+
 
 def _pipeline(store: SQLiteStore, **truncation: Any) -> RecallPipeline:
     config = Config().with_overrides(

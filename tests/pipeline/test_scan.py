@@ -38,6 +38,9 @@ class NoModels:
     def get_bi_encoder(self, *, wait: bool = True) -> None:
         return None
 
+    def start_loading(self, kinds: object) -> None:
+        pass  # the scorers are given, nothing loads
+
 
 def _config(cache_mb: int, **retrieval: Any) -> Config:
     return Config().with_overrides(
