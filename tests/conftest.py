@@ -20,6 +20,9 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 # Servers started by tests answer CLI recalls on sockets of their own, never in the user's
 # runtime directory (smartsearch_mcp.recall_socket); mkdtemp makes it 0700.
 os.environ["SMARTSEARCH_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="ss-run-")
+# Models exported to ONNX (the bi-encoder's fast start, models/pooled.py) go to a directory of
+# the run's own, not the user's cache.
+os.environ["SMARTSEARCH_ONNX_DIR"] = tempfile.mkdtemp(prefix="ss-onnx-")
 
 from pathlib import Path
 

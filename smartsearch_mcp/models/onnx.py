@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import shutil
 import tempfile
 import warnings
@@ -28,8 +29,15 @@ OPSET = 17
 ONNX_PRECISIONS = ("fp32", "int8")
 
 
+ONNX_DIR_ENV = "SMARTSEARCH_ONNX_DIR"
+
+
 def onnx_cache_root() -> Path:
-    """Where exported models live: next to the unpacked models in the user cache dir."""
+    """Where exported models live: `$SMARTSEARCH_ONNX_DIR`, else next to the unpacked models
+    in the user cache dir."""
+    override = os.environ.get(ONNX_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
     from smartsearch_mcp.models.archived import default_cache_root
 
     return default_cache_root().parent / "onnx"

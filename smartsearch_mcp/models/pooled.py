@@ -1,27 +1,41 @@
-"""A sentence-embedding model run without the sentence-transformers package.
+"""A sentence-embedding model run without the sentence-transformers package, and from a
+process's second start on without torch.
 
-Importing sentence-transformers pulls in scikit-learn, SciPy, pandas and torch.distributed:
-about 4 s of a quiet machine's time (9 s on a busy one) before any model loads, paid by every
-`smartsearch-mcp recall` run from the command line. Most sentence-embedding models saved by
-sentence-transformers (all-MiniLM-L6-v2, all-mpnet-base-v2) are just a transformers encoder,
-mean or CLS pooling and an optional L2 normalisation: that is a few lines over
-`transformers.AutoModel` and a `tokenizers` tokenizer, which import in a fraction of it.
+Importing sentence-transformers pulls in scikit-learn, SciPy, pandas and torch.distributed;
+torch and transformers' model code take seconds more: a cold `smartsearch-mcp recall` spent
+most of its time importing. Most sentence-embedding models saved by sentence-transformers
+(all-MiniLM-L6-v2, all-mpnet-base-v2) are a transformers encoder, mean or CLS pooling and an
+optional L2 normalisation: the pooling is a few lines of numpy over the encoder's token
+embeddings, which come from
+
+- ONNX Runtime, when an export of this model is in the user cache dir (`onnx_cache_root`,
+  keyed by the weights' files) and onnxruntime is installed: no torch import at all;
+- else `transformers.AutoModel` on torch; where onnxruntime and onnx are installed the
+  encoder is then exported once (seconds, logged) for the processes that come after.
 
 `load_pooled` reads the saved layout and returns None for anything it does not reproduce
 exactly (other modules, prompts, another pooling, a hub id, a GPU): the caller then loads
-the model with sentence-transformers as before. The embeddings are the library's
-(tests compare both on the same model).
+the model with sentence-transformers as before. The embeddings are the library's on both
+backends (tests compare them on the same model, to 1e-5).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-from collections.abc import Sequence
+import os
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from smartsearch_mcp.models.onnx import OPSET
 
 log = logging.getLogger(__name__)
 
@@ -36,23 +50,24 @@ _OTHER_POOLING = (
 
 
 class PooledEncoder:
-    """Token embeddings of a transformers encoder, pooled (mean or CLS) and optionally
-    normalised: the `encode` subset `BiEncoderScorer` uses of a SentenceTransformer."""
+    """Token embeddings of an encoder (`network`: token ids and mask to token vectors),
+    pooled (mean or CLS) and optionally normalised: the `encode` subset `BiEncoderScorer`
+    uses of a SentenceTransformer. `backend` says what runs the encoder."""
 
     def __init__(
         self,
-        model: Any,
+        network: Callable[[np.ndarray, np.ndarray], np.ndarray],
         tokenizer: Any,
-        torch: Any,
         *,
+        backend: str,
         pooling: str,
         normalize: bool,
         lower_case: bool,
         dimension: int,
     ) -> None:
-        self._model = model
+        self._network = network
         self._tokenizer = tokenizer
-        self._torch = torch
+        self.backend = backend
         self._pooling = pooling
         self._normalize = normalize
         self._lower_case = lower_case
@@ -79,31 +94,31 @@ class PooledEncoder:
         for start in range(0, len(order), max(1, batch_size)):
             chosen = order[start : start + max(1, batch_size)]
             out[chosen] = self._embed([cleaned[i] for i in chosen])
-        if normalize_embeddings and not self._normalize:
-            norms = np.linalg.norm(out, axis=1, keepdims=True)
-            out = out / np.maximum(norms, 1e-12)
+        if normalize_embeddings or self._normalize:
+            out = out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        torch = self._torch
         encodings = self._tokenizer.encode_batch(texts)
-        ids = torch.tensor([e.ids for e in encodings], dtype=torch.long)
-        mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.long)
-        with torch.inference_mode():
-            tokens = self._model(input_ids=ids, attention_mask=mask).last_hidden_state
-            if self._pooling == "cls":
-                pooled = tokens[:, 0]
-            else:
-                weights = mask.unsqueeze(-1).to(tokens.dtype)
-                pooled = (tokens * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
-            if self._normalize:
-                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
-        return np.asarray(pooled.float().numpy(), dtype=np.float32)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        tokens = np.asarray(self._network(ids, mask), dtype=np.float32)
+        if self._pooling == "cls":
+            return tokens[:, 0]
+        weights = mask[:, :, None].astype(np.float32)
+        return (tokens * weights).sum(1) / np.maximum(weights.sum(1), 1e-9)
 
 
-def load_pooled(path: str, *, device: str = "cpu", importer: Any = None) -> PooledEncoder | None:
+def load_pooled(
+    path: str,
+    *,
+    device: str = "cpu",
+    importer: Any = None,
+    onnx_cache: Path | None = None,
+) -> PooledEncoder | None:
     """The model saved by sentence-transformers in directory `path`, when its layout is one
-    this module reproduces exactly; else None (with the reason at debug level)."""
+    this module reproduces exactly; else None (with the reason at debug level). `onnx_cache`:
+    where ONNX exports are kept (default: `onnx_cache_root()`)."""
     import importlib
 
     importer = importer or importlib.import_module
@@ -116,10 +131,7 @@ def load_pooled(path: str, *, device: str = "cpu", importer: Any = None) -> Pool
     settings = _read_json(directory / "sentence_bert_config.json")
     pooling_dir = directory / next(m["path"] for m in modules if m["type"].endswith(_POOLING))
     pooling_config = _read_json(pooling_dir / "config.json")
-    tokenizers = importer("tokenizers")
-    torch = importer("torch")
-    transformers = importer("transformers")
-    tokenizer = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer = importer("tokenizers").Tokenizer.from_file(str(directory / "tokenizer.json"))
     pad_token = _pad_token(directory)
     pad_id = tokenizer.token_to_id(pad_token)
     if pad_id is None:
@@ -127,16 +139,131 @@ def load_pooled(path: str, *, device: str = "cpu", importer: Any = None) -> Pool
         return None
     tokenizer.enable_truncation(max_length=int(settings["max_seq_length"]))
     tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
-    model = transformers.AutoModel.from_pretrained(str(directory), local_files_only=True).eval()
+    exported = _export_path(directory, onnx_cache)
+    network = _onnx_network(exported, importer) if exported.is_file() else None
+    backend = "onnx"
+    if network is None:
+        network, backend = _torch_network(directory, exported, importer), "torch"
     return PooledEncoder(
-        model,
+        network,
         tokenizer,
-        torch,
+        backend=backend,
         pooling="cls" if pooling_config.get("pooling_mode_cls_token") else "mean",
         normalize=any(m["type"].endswith(_NORMALIZE) for m in modules),
         lower_case=bool(settings.get("do_lower_case", False)),
         dimension=int(pooling_config["word_embedding_dimension"]),
     )
+
+
+def _export_path(directory: Path, onnx_cache: Path | None) -> Path:
+    from smartsearch_mcp.models.onnx import onnx_cache_root, weights_digest
+
+    root = onnx_cache if onnx_cache is not None else onnx_cache_root()
+    name = directory.parent.name if directory.name == "model" else directory.name
+    return root / f"encoder-{name}-{weights_digest(directory, str(directory))}" / "model.onnx"
+
+
+def _onnx_network(exported: Path, importer: Any) -> Callable[..., np.ndarray] | None:
+    """The exported encoder on ONNX Runtime, or None without onnxruntime (or when the file
+    cannot be opened: the torch path then exports it again)."""
+    try:
+        ort = importer("onnxruntime")
+    except ImportError:
+        return None
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        session = ort.InferenceSession(str(exported), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # a damaged file: remove it, torch takes over
+        log.warning("cannot open %s (%s); using torch and exporting it again", exported, exc)
+        exported.unlink(missing_ok=True)
+        return None
+    lock = threading.Lock()
+
+    def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with lock:
+            return np.asarray(session.run(None, {"input_ids": ids, "attention_mask": mask})[0])
+
+    return run
+
+
+def _torch_network(directory: Path, exported: Path, importer: Any) -> Callable[..., np.ndarray]:
+    """The encoder on torch (transformers.AutoModel); exported to `exported` for later
+    processes when onnxruntime and onnx are installed."""
+    torch = importer("torch")
+    transformers = importer("transformers")
+    model = transformers.AutoModel.from_pretrained(str(directory), local_files_only=True).eval()
+
+    def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        with torch.inference_mode():
+            tokens = model(
+                input_ids=torch.from_numpy(ids), attention_mask=torch.from_numpy(mask)
+            ).last_hidden_state
+        return np.asarray(tokens.float().numpy())
+
+    _export_for_later(model, exported, torch, importer)
+    return run
+
+
+def _export_for_later(model: Any, exported: Path, torch: Any, importer: Any) -> None:
+    """Export the encoder to ONNX once, atomically (a temporary file moved in place), so
+    that later processes start without torch. Skipped without onnxruntime and onnx; a
+    failure is logged and remembered (`<file>.failed`), never raised."""
+    failed = exported.with_name(exported.name + ".failed")
+    if exported.is_file() or failed.exists():
+        return
+    try:
+        importer("onnxruntime")
+        importer("onnx")
+    except ImportError:
+        return
+    started = time.perf_counter()
+    exported.parent.mkdir(parents=True, exist_ok=True)
+    handle, work = tempfile.mkstemp(prefix=".export-", suffix=".onnx", dir=exported.parent)
+    os.close(handle)
+    try:
+        sample = torch.ones((2, 8), dtype=torch.long)
+        axes = {0: "batch", 1: "tokens"}
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")  # the tracer's notes on transformers' code
+            torch.onnx.export(
+                _tokens_module(model, torch),
+                (sample, sample),
+                work,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["tokens"],
+                dynamic_axes={"input_ids": axes, "attention_mask": axes, "tokens": axes},
+                opset_version=OPSET,
+                dynamo=False,
+            )
+        os.replace(work, exported)
+        log.info(
+            "exported the bi-encoder to ONNX in %.1f s (%s): later processes load it without torch",
+            time.perf_counter() - started,
+            exported,
+        )
+    except Exception as exc:
+        log.warning("could not export the bi-encoder to ONNX (torch keeps running it): %s", exc)
+        with contextlib.suppress(OSError):
+            failed.write_text(f"{exc}\n", encoding="utf-8")
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(work)
+
+
+def _tokens_module(model: Any, torch: Any) -> Any:
+    """A module from (input_ids, attention_mask) to the token embeddings: what
+    `torch.onnx.export` traces."""
+
+    class TokensOnly(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids: Any, mask: Any) -> Any:
+            return self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+
+    return TokensOnly().eval()
 
 
 def _unsupported(directory: Path, device: str) -> str | None:

@@ -325,12 +325,11 @@ class ModelRegistry:
 
 def describe_runtime(scorer: Any) -> str | None:
     """How a loaded ranker computes, for `models` and `doctor`: its backend and precision."""
-    parts = []
     if isinstance(scorer, CrossEncoderScorer | ColbertScorer):
-        parts.append(f"backend: {scorer.backend}")
-    if isinstance(scorer, CrossEncoderScorer | ColbertScorer):
-        parts.append(f"precision: {scorer.precision}")
-    return ", ".join(parts) or None
+        return f"backend: {scorer.backend}, precision: {scorer.precision}"
+    if isinstance(scorer, BiEncoderScorer):
+        return f"backend: {scorer.backend}, precision: fp32"
+    return None
 
 
 def _spacy_error(exc: Exception) -> str:

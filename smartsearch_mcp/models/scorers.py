@@ -298,6 +298,11 @@ class BiEncoderScorer:
         self._model = model
         self._batch_size = max(1, batch_size)
         self._lock = threading.Lock()
+        # what computes the embeddings (fp32 on every backend), for `models` and `doctor`
+        backend = getattr(model, "backend", None)
+        self.backend = {"onnx": "onnxruntime", "torch": "torch"}.get(
+            backend if isinstance(backend, str) else "", "sentence_transformers"
+        )
         self.dimension = _embedding_dimension(model)
         self.model_id = f"{model_id}:{self.dimension}"
 

