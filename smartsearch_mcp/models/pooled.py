@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from smartsearch_mcp.models.imports import quiet_loading_bars
 from smartsearch_mcp.models.onnx import OPSET
 
 log = logging.getLogger(__name__)
@@ -113,12 +114,14 @@ def load_pooled(
     path: str,
     *,
     device: str = "cpu",
+    threads: int | None = None,
     importer: Any = None,
     onnx_cache: Path | None = None,
 ) -> PooledEncoder | None:
     """The model saved by sentence-transformers in directory `path`, when its layout is one
-    this module reproduces exactly; else None (with the reason at debug level). `onnx_cache`:
-    where ONNX exports are kept (default: `onnx_cache_root()`)."""
+    this module reproduces exactly; else None (with the reason at debug level). `threads`:
+    ONNX Runtime's intra-op threads (None: its default); `onnx_cache`: where ONNX exports
+    are kept (default: `onnx_cache_root()`)."""
     import importlib
 
     importer = importer or importlib.import_module
@@ -140,7 +143,7 @@ def load_pooled(
     tokenizer.enable_truncation(max_length=int(settings["max_seq_length"]))
     tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token)
     exported = _export_path(directory, onnx_cache)
-    network = _onnx_network(exported, importer) if exported.is_file() else None
+    network = _onnx_network(exported, threads, importer) if exported.is_file() else None
     backend = "onnx"
     if network is None:
         network, backend = _torch_network(directory, exported, importer), "torch"
@@ -163,7 +166,9 @@ def _export_path(directory: Path, onnx_cache: Path | None) -> Path:
     return root / f"encoder-{name}-{weights_digest(directory, str(directory))}" / "model.onnx"
 
 
-def _onnx_network(exported: Path, importer: Any) -> Callable[..., np.ndarray] | None:
+def _onnx_network(
+    exported: Path, threads: int | None, importer: Any
+) -> Callable[..., np.ndarray] | None:
     """The exported encoder on ONNX Runtime, or None without onnxruntime (or when the file
     cannot be opened: the torch path then exports it again)."""
     try:
@@ -172,6 +177,9 @@ def _onnx_network(exported: Path, importer: Any) -> Callable[..., np.ndarray] | 
         return None
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
     try:
         session = ort.InferenceSession(str(exported), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # a damaged file: remove it, torch takes over
@@ -192,6 +200,7 @@ def _torch_network(directory: Path, exported: Path, importer: Any) -> Callable[.
     processes when onnxruntime and onnx are installed."""
     torch = importer("torch")
     transformers = importer("transformers")
+    quiet_loading_bars(importer)
     model = transformers.AutoModel.from_pretrained(str(directory), local_files_only=True).eval()
 
     def run(ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from smartsearch_mcp.config import ModelsConfig, NlpConfig
+from smartsearch_mcp.models.imports import quiet_loading_bars, spacy_without_torch
 from smartsearch_mcp.models.resolve import ModelLocation, describe_load_error, resolve_model
 from smartsearch_mcp.models.scorers import (
     BiEncoderScorer,
@@ -74,8 +76,7 @@ def configure_torch(
     the cross-encoder and ColBERT together that is 1 each, instead of 4 threads fighting over
     2 cores (oversubscription makes both slower than running them one after the other).
     """
-    budget = threads if threads > 0 else (os.cpu_count() or 1)
-    per_scorer = max(1, budget // max(1, parallel_scorers))
+    budget, per_scorer = thread_count(threads, parallel_scorers)
     torch = importer("torch")
     if torch.get_num_threads() != per_scorer:
         torch.set_num_threads(per_scorer)
@@ -86,6 +87,12 @@ def configure_torch(
             parallel_scorers,
         )
     return per_scorer
+
+
+def thread_count(threads: int = 0, parallel_scorers: int = 1) -> tuple[int, int]:
+    """(the CPU budget, threads per scorer call) for `configure_torch`, without torch."""
+    budget = threads if threads > 0 else (os.cpu_count() or 1)
+    return budget, max(1, budget // max(1, parallel_scorers))
 
 
 @dataclass
@@ -243,8 +250,11 @@ class ModelRegistry:
                 location = resolve_splade(name, label=label)
             else:
                 location = resolve_model(name, label=label, allow_download=self.allow_download)
-            self._configure_torch()
+            # The bi-encoder may run on ONNX Runtime: torch is imported only if it needs it.
+            self._configure_torch(import_torch=kind != "bi_encoder")
             scorer = self._load_scorer(kind, location)
+            if "torch" in sys.modules:
+                self._configure_torch()  # imported by the load: set its threads now
         except Exception as exc:  # any load failure becomes a recorded warning; recall degrades
             message = describe_load_error(label, location, exc)
             log.debug("%s failed to load", kind, exc_info=True)
@@ -260,7 +270,8 @@ class ModelRegistry:
             "batch_size": self.models.batch_size,
             "importer": self._importer,
         }
-        _quiet_loading_bars(self._importer)
+        if kind != "bi_encoder":  # it may run without transformers (pooled.py)
+            quiet_loading_bars(self._importer)
         scorer: CrossEncoderScorer | ColbertScorer
         if kind == "cross_encoder":
             scorer = CrossEncoderScorer.load(
@@ -280,13 +291,15 @@ class ModelRegistry:
         elif kind == "splade":
             return SpladeScorer.load(location, **common)
         else:
-            return BiEncoderScorer.load(location, **common)
+            return BiEncoderScorer.load(location, threads=self._threads, **common)
         scorer.threads = self._threads  # set again in each worker thread it runs in
         return scorer
 
-    def _configure_torch(self) -> None:
+    def _configure_torch(self, import_torch: bool = True) -> None:
         with self._torch_lock:
-            if not self._torch_configured:
+            if not self._torch_configured and not import_torch and "torch" not in sys.modules:
+                _, self._threads = thread_count(self.models.torch_threads, self.parallel_scorers)
+            elif not self._torch_configured:
                 self._threads = configure_torch(
                     self.models.torch_threads,
                     parallel_scorers=self.parallel_scorers,
@@ -300,9 +313,10 @@ class ModelRegistry:
         started = time.perf_counter()
         failures: list[str] = []
         try:
-            spacy = self._importer("spacy")
+            with spacy_without_torch():
+                spacy = self._importer("spacy")
         except Exception as exc:  # not installed, or a dependency failing at import (thinc
-            # imports torch; a broken torch raises OSError): recall goes on without spaCy
+            # may import torch; a broken torch raises OSError): recall goes on without spaCy
             message = describe_load_error(label, None, exc)
             return None, ModelStatus("spacy", ", ".join(names), None, ok=False, message=message)
         for name in names:
@@ -337,12 +351,3 @@ def _spacy_error(exc: Exception) -> str:
     if "[E050]" in text:  # spaCy's "Can't find model": say it plainly
         return "not installed"
     return f"{type(exc).__name__}: {text}"
-
-
-def _quiet_loading_bars(importer: Importer) -> None:
-    """transformers draws a "Loading weights" progress bar on stderr for every model: noise
-    in a server log and in the output of `smartsearch-mcp recall`."""
-    try:
-        importer("transformers.utils.logging").disable_progress_bar()
-    except Exception as exc:  # cosmetic: loading goes on (and reports its own errors)
-        log.debug("could not turn off transformers' progress bars: %s", exc)

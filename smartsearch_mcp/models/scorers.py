@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from smartsearch_mcp.models.imports import quiet_loading_bars
 from smartsearch_mcp.models.precision import inference, quantize_int8, resolve_precision
 from smartsearch_mcp.models.resolve import ModelLocation, model_identity
 
@@ -313,15 +314,17 @@ class BiEncoderScorer:
         *,
         device: str = "cpu",
         batch_size: int = 32,
+        threads: int | None = None,
         importer: Importer = importlib.import_module,
     ) -> BiEncoderScorer:
         """Load a sentence-embedding model: without the sentence-transformers package when
         its saved layout allows (`pooled`: seconds less to import), else with it."""
         from smartsearch_mcp.models.pooled import load_pooled
 
-        model: Any = load_pooled(location.path, device=device, importer=importer)
+        model: Any = load_pooled(location.path, device=device, threads=threads, importer=importer)
         if model is None:
             sentence_transformers = importer("sentence_transformers")
+            quiet_loading_bars(importer)
             model = sentence_transformers.SentenceTransformer(
                 location.path, device=device, local_files_only=location.local_files_only
             )
