@@ -81,8 +81,14 @@ def test_a_missing_bpe_package_falls_back_to_the_estimate(
             raise ImportError("no bpe_openai")
         return real_import(name, *args, **kwargs)  # type: ignore[arg-type]
 
+    real_find_spec = importlib.util.find_spec
+
+    def no_bpe_spec(name: str, *args: object, **kwargs: object) -> object:
+        return None if name.startswith("bpe_openai") else real_find_spec(name, *args, **kwargs)  # type: ignore[arg-type]
+
     get_token_counter.cache_clear()
     monkeypatch.setattr(builtins, "__import__", no_bpe)
+    monkeypatch.setattr(importlib.util, "find_spec", no_bpe_spec)
     try:
         assert get_token_counter("o200k_base").name == "estimate"
     finally:
@@ -101,3 +107,33 @@ def test_any_text_counts_zero_only_when_empty_and_at_most_a_token_per_byte(text:
         count = bpe.count(text)
         assert (count == 0) == (text == "")  # whitespace is text to a BPE vocabulary
         assert count <= len(text.encode("utf-8", "replace"))  # a token is at least a byte
+
+
+@needs_bpe
+def test_the_counter_loads_only_its_vocabulary_and_counts_as_the_package_does() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    probe = (
+        "import sys\n"
+        "from smartsearch_mcp.tokens import get_token_counter\n"
+        "counter = get_token_counter('cl100k_base')\n"
+        "print('bpe_openai.compat' in sys.modules, counter.count(sys.argv[1]))\n"
+    )
+    text = "Caroline's 3rd trip to Malmö — booked 12 June, ☕ and 🐕 included."
+    ours = subprocess.run(
+        [sys.executable, "-c", probe, text],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=60,
+    ).stdout.split()
+    import warnings
+
+    with warnings.catch_warnings():  # the package's own deprecated resource reads
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from bpe_openai import _bindings  # the package's own way in
+
+    assert ours == ["False", str(_bindings.tokenizer_for_encoding("cl100k_base").count(text))]
