@@ -18,6 +18,7 @@ import logging
 import os
 import shlex
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -148,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
         "path", nargs="?", default=None, help="a small-memories JSON file (default: built in)"
     )
     small.set_defaults(handler=_cmd_small)
+    cold = sub.add_parser(
+        "cold-recall",
+        parents=[common],
+        help="a command-line recall with no server running: wall and CPU time per process",
+    )
+    cold.add_argument("--runs", type=_positive_int, default=6, help="recalls, one process each")
+    cold.set_defaults(handler=_cmd_cold_recall)
     rankers = sub.add_parser(
         "rankers",
         parents=[common],
@@ -350,6 +358,43 @@ def _cmd_small(
             "config_name": name,
             "summary": summary,
             "questions": [asdict(o) for o in outcomes],
+        },
+    )
+    (out_dir / "summary.md").write_text(report, encoding="utf-8")
+    print(report)
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _cmd_cold_recall(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench.cold_recall import (
+        build_memory,
+        format_cold,
+        summarize,
+        time_cold_recalls,
+    )
+    from smartsearch_mcp.bench.results import default_out_dir, now_iso, write_results
+
+    name = Path(config_name).stem if config_name else "default"
+    with tempfile.TemporaryDirectory(prefix="smartsearch-cold-") as tmp:
+        db = Path(tmp) / "memory.db"
+        question, turns = anyio.run(build_memory, config, db)
+        runs = time_cold_recalls(config_name, db, question, args.runs, Path(tmp) / "onnx")
+    summary = summarize(runs, turns, question)
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    report = format_cold(summary, name, load)
+    out_dir = Path(args.out) if args.out else default_out_dir("cold-recall", config_name)
+    write_results(
+        out_dir,
+        {
+            "bench": "cold-recall",
+            "command": command_line(argv, config_name),
+            "created": now_iso(),
+            "config_name": name,
+            "load_average": load,
+            "summary": summary,
         },
     )
     (out_dir / "summary.md").write_text(report, encoding="utf-8")

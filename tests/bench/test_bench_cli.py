@@ -241,3 +241,20 @@ def test_the_recorded_command_names_the_config_however_it_was_given() -> None:
     assert (
         command_line(["scale", "--turns", "10"], None) == "smartsearch-mcp bench scale --turns 10"
     )
+
+
+def test_cold_recall_bench_times_fresh_cli_processes_that_answer(
+    lexical_config: Config, tmp_path: Path
+) -> None:
+    out = tmp_path / "cold"
+    assert (
+        run_bench(["cold-recall", "--runs", "2", "--out", str(out)], lexical_config, "lexical") == 0
+    )
+
+    data = json.loads((out / "results.json").read_text())
+    summary = data["summary"]
+    assert summary["answered"] is True and summary["turns"] > 0
+    assert len(summary["runs"]) == 2
+    assert all(run["wall_s"] > 0 and run["cpu_s"] > 0 for run in summary["runs"])
+    assert summary["later_wall_p50_s"] == summary["runs"][1]["wall_s"]
+    assert "| first (may export the bi-encoder) |" in (out / "summary.md").read_text()
