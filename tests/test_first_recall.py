@@ -49,11 +49,8 @@ class BlockingRegistry(ModelRegistry):
         return PuppyScorer(), ModelStatus(kind, "fake", None, ok=True)
 
 
-async def test_the_first_recall_answers_lexically_while_a_model_loads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    release = threading.Event()
-    registry = BlockingRegistry(release)
+def _use_registry(monkeypatch: pytest.MonkeyPatch, registry: ModelRegistry) -> None:
+    """Memory.open builds its models from `registry`."""
 
     class Registry:
         @staticmethod
@@ -61,6 +58,14 @@ async def test_the_first_recall_answers_lexically_while_a_model_loads(
             return registry
 
     monkeypatch.setattr(memory_module, "ModelRegistry", Registry)
+
+
+async def test_the_first_recall_answers_lexically_while_a_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    registry = BlockingRegistry(release)
+    _use_registry(monkeypatch, registry)
     server = create_server(CONFIG, tmp_path / "m.db", preload_models=True)
     try:
         async with Client(server) as client:
@@ -109,13 +114,7 @@ async def test_a_cold_recall_loads_the_rankers_while_spacy_loads(
     # A CLI recall waits for its models: they load side by side, not one after the other.
     config = CONFIG.with_overrides(nlp={"spacy_models": ["some_spacy_model"]})
     registry = OverlapRegistry(config)
-
-    class Registry:
-        @staticmethod
-        def from_config(config: Config, **options: Any) -> ModelRegistry:
-            return registry
-
-    monkeypatch.setattr(memory_module, "ModelRegistry", Registry)
+    _use_registry(monkeypatch, registry)
     memory = await memory_module.Memory.open(config, tmp_path / "m.db", "default")
     try:
         await memory.remember([TurnInput(text="My puppy is called Biscuit.")])
