@@ -56,6 +56,7 @@ from smartsearch_mcp.store.turns import (
     new_session_id,
     new_turn_rows,
     now,
+    recorded_call_outcome,
     row_to_turn,
     rows_to_turns,
 )
@@ -73,22 +74,28 @@ try:
     import psycopg
     import psycopg.errors
     from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+    from smartsearch_mcp.store.postgres_open import (
+        create_schema,
+        drop_schema,
+        first_line,
+        migrate,
+        schema_version,
+    )
 except ImportError as exc:  # pragma: no cover - the message is tested through open_store
     raise ImportError(
         "a postgresql:// database needs the PostgreSQL driver: pip install -e '.[postgres]' "
         "(or pip install 'smartsearch-mcp[postgres]')"
     ) from exc
 
+# Re-exported: the benchmarks' schema helpers are imported from here (naming the extra when
+# the driver is missing).
+__all__ = ["PostgresStore", "create_schema", "drop_schema"]
+
 log = logging.getLogger(__name__)
 
 _TURN_COLUMNS = sql.TURN_COLUMNS
 _M = "%s"  # psycopg's placeholder
-# Whether this schema (the first of the search path) holds the version table.
-_HAS_VERSION_TABLE = (
-    "SELECT to_regclass(quote_ident(current_schema()) || '.schema_version') IS NOT NULL"
-)
-# A key for pg_advisory_xact_lock: one migration at a time, whichever process starts.
-_MIGRATION_LOCK = 0x53536D63
 POOL_MAX = 4
 CONNECT_TIMEOUT_S = 10.0
 FETCH_CHUNK = 512
@@ -171,7 +178,8 @@ class PostgresStore(TurnChecks, SharedReads):
                         "primary) to migrate it"
                     )
             else:
-                await store._migrate()
+                async with store._connection() as conn:
+                    await migrate(conn, store.path)
             store.pgvector = await store._extension_version("vector")
             if store.pgvector:
                 log.info(
@@ -195,13 +203,7 @@ class PostgresStore(TurnChecks, SharedReads):
 
     async def schema_version(self) -> int:
         async with self._cursor() as cur:
-            await cur.execute(_HAS_VERSION_TABLE)
-            row = await cur.fetchone()
-            if not row or not row[0]:
-                return 0
-            await cur.execute("SELECT coalesce(max(version), 0) FROM schema_version")
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+            return await schema_version(cur)
 
     # ------------------------------------------------------------------ connections
 
@@ -232,12 +234,12 @@ class PostgresStore(TurnChecks, SharedReads):
             ) from exc
         except psycopg.errors.InsufficientPrivilege as exc:
             raise DatabaseError(
-                f"the database {self.path} refused this role: {_first_line(exc, self.url)} — "
+                f"the database {self.path} refused this role: {first_line(exc, self.url)} — "
                 "grant it what docs/teams.md lists (a least-privilege role)"
             ) from exc
 
     def _failed(self, exc: BaseException) -> DatabaseError:
-        return DatabaseError(f"the database {self.path} failed: {_first_line(exc, self.url)}")
+        return DatabaseError(f"the database {self.path} failed: {first_line(exc, self.url)}")
 
     @asynccontextmanager
     async def _cursor(self) -> AsyncIterator[psycopg.AsyncCursor[Any]]:
@@ -264,55 +266,6 @@ class PostgresStore(TurnChecks, SharedReads):
                     "nothing was written — restart the server (or CLI) so it runs the new version"
                 )
             yield cur
-
-    async def _migrate(self) -> None:
-        if await self.schema_version() == len(MIGRATIONS):
-            return  # current: no lock, no DDL (a least-privilege role, a read-only replica)
-        async with self._connection() as conn:
-            # A session lock taken before the transaction: the migration's transaction then
-            # starts after the one before it committed, and sees its tables (a transaction
-            # that waited for a lock inside itself could still read the catalog as it was).
-            await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
-            try:
-                async with conn.transaction(), conn.cursor() as cur:
-                    await self._migrate_locked(cur)
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
-
-    async def _migrate_locked(self, cur: psycopg.AsyncCursor[Any]) -> None:
-        await cur.execute(_HAS_VERSION_TABLE)
-        row = await cur.fetchone()
-        version = 0
-        if row and row[0]:
-            await cur.execute("SELECT coalesce(max(version), 0) FROM schema_version")
-            row = await cur.fetchone()
-            version = int(row[0]) if row else 0
-        else:
-            await cur.execute(
-                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() "
-                "AND tablename IN ('turns', 'sessions')"
-            )
-            row = await cur.fetchone()
-            if row and int(row[0]):
-                raise DatabaseError(
-                    f"the database {self.path} holds tables named turns or sessions that "
-                    "are not smartsearch-mcp's: nothing was changed — give the memory a "
-                    "database (or schema, through options=-csearch_path=…) of its own"
-                )
-        latest = len(MIGRATIONS)
-        if version > latest:
-            raise InputError(
-                f"the database has schema version {version}, newer than this "
-                f"smartsearch-mcp understands ({latest}); upgrade smartsearch-mcp"
-            )
-        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
-            for statement in statements:
-                await cur.execute(statement)
-            await cur.execute(
-                "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
-                (number, now()),
-            )
-            log.info("applied PostgreSQL schema migration %d", number)
 
     async def _extension_version(self, name: str) -> str | None:
         async with self._cursor() as cur:
@@ -411,9 +364,7 @@ class PostgresStore(TurnChecks, SharedReads):
             "SELECT id FROM turns WHERE namespace = %s AND session_id = %s", (namespace, session)
         )
         present = {int(r[0]) for r in await cur.fetchall()}
-        if present.issuperset(ids):
-            return session, ids
-        return (session if present else None), None
+        return recorded_call_outcome(session, ids, present)
 
     async def forget(
         self,
@@ -644,13 +595,6 @@ class PostgresStore(TurnChecks, SharedReads):
         return await anyio.to_thread.run_sync(rows_to_turns, rows, shared)
 
 
-def _first_line(exc: BaseException, url: str) -> str:
-    """The driver's message, its first line (PostgreSQL adds the statement after it), with
-    the URL's password masked."""
-    lines = str(exc).strip().splitlines()
-    return scrub(lines[0], url) if lines else type(exc).__name__
-
-
 def _query_words(phrases: list[str]) -> list[str]:
     """Phrases of words as the document's text is parsed (`FTS_DOCUMENT`: "_" is a space)."""
     return [p.replace("_", " ") for p in phrases if p.replace("_", " ").strip()]
@@ -696,21 +640,3 @@ async def _refresh_sessions(
         "WHERE s.namespace = %s AND s.id = u.sid",
         (list(session_ids), namespace, namespace),
     )
-
-
-async def create_schema(url: str, name: str) -> None:
-    """Create the schema `name` in the database at `url` (for a memory of its own there)."""
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(f'CREATE SCHEMA "{_identifier(name)}"')
-
-
-async def drop_schema(url: str, name: str) -> None:
-    """Drop the schema `name` and everything in it."""
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{_identifier(name)}" CASCADE')
-
-
-def _identifier(name: str) -> str:
-    if not name.replace("_", "").isalnum() or not name.isascii():
-        raise InputError(f"schema names are ASCII letters, digits and _, got {name!r}")
-    return name

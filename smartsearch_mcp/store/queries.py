@@ -195,32 +195,29 @@ def session_count(d: Dialect, namespace: str | None) -> Query:
     return f"SELECT count(*) FROM sessions {where}", params
 
 
-def scope_turns(d: Dialect, scope: Scope) -> Query:
+def _from_scope(d: Dialect, scope: Scope, columns: str, tail: str = "") -> Query:
     where, params = scope_filter(scope, mark=d.mark)
-    return f"SELECT {TURN_COLUMNS} FROM turns WHERE {where} ORDER BY id", params
+    return f"SELECT {columns} FROM turns WHERE {where}{tail}", params
+
+
+def scope_turns(d: Dialect, scope: Scope) -> Query:
+    return _from_scope(d, scope, TURN_COLUMNS, " ORDER BY id")
 
 
 def scope_count(d: Dialect, scope: Scope) -> Query:
-    where, params = scope_filter(scope, mark=d.mark)
-    return f"SELECT count(*) FROM turns WHERE {where}", params
+    return _from_scope(d, scope, "count(*)")
 
 
 def scope_fingerprint(d: Dialect, scope: Scope) -> Query:
-    where, params = scope_filter(scope, mark=d.mark)
-    return f"SELECT count(*), coalesce(max(id), 0) FROM turns WHERE {where}", params
+    return _from_scope(d, scope, "count(*), coalesce(max(id), 0)")
 
 
 def scope_id_range(d: Dialect, scope: Scope) -> Query:
-    where, params = scope_filter(scope, mark=d.mark)
-    return (
-        f"SELECT count(*), coalesce(min(id), 0), coalesce(max(id), 0) FROM turns WHERE {where}",
-        params,
-    )
+    return _from_scope(d, scope, "count(*), coalesce(min(id), 0), coalesce(max(id), 0)")
 
 
 def scope_chars(d: Dialect, scope: Scope) -> Query:
-    where, params = scope_filter(scope, mark=d.mark)
-    return f"SELECT coalesce(sum(length(text)), 0) FROM turns WHERE {where}", params
+    return _from_scope(d, scope, "coalesce(sum(length(text)), 0)")
 
 
 def scope_lengths_from(d: Dialect, scope: Scope, first_id: int, count: int) -> Query:

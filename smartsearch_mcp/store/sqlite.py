@@ -64,6 +64,7 @@ from smartsearch_mcp.store.turns import (
     new_session_id,
     new_turn_rows,
     now,
+    recorded_call_outcome,
     row_to_turn,
     rows_to_turns,
 )
@@ -324,9 +325,7 @@ class SQLiteStore(TurnChecks, SharedReads):
             "SELECT id FROM turns WHERE namespace = ? AND session_id = ?", (namespace, session)
         ) as cursor:
             present = {int(r[0]) async for r in cursor}
-        if present.issuperset(ids):
-            return session, ids
-        return (session if present else None), None
+        return recorded_call_outcome(session, ids, present)
 
     async def forget(
         self,

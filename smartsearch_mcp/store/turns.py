@@ -383,3 +383,14 @@ def check_forget_found(
         raise NotFoundError(
             f"no session {session_id!r} in namespace {namespace!r}; nothing was deleted"
         )
+
+
+def recorded_call_outcome(
+    session: str, ids: list[int], present: set[int]
+) -> tuple[str | None, list[int] | None]:
+    """What a call recorded within the retry window means now, given the ids of its
+    session's turns still `present`: (session, ids) when all its turns are still stored,
+    (session, None) when some were forgotten since, (None, None) when its session is gone."""
+    if present.issuperset(ids):
+        return session, ids
+    return (session if present else None), None
