@@ -1,5 +1,7 @@
 """The PostgreSQL store: the store contract (store/base.py) on a database a team shares,
-written and read by many server processes on many machines at once.
+written and read by many server processes on many machines at once. The reads it shares
+with SQLite are store/reads.py's (SQL from store/queries.py); here are the connections,
+the migrations, the writes and full-text search.
 
 Driver: psycopg 3 (async) with psycopg_pool — see docs/teams.md for why not asyncpg. The URL
 goes to libpq unchanged, so `sslmode=…`, `sslrootcert=…`, `options=…`, service files and
@@ -37,6 +39,7 @@ from smartsearch_mcp.store.dedupe import match_resent
 from smartsearch_mcp.store.files import DatabaseError
 from smartsearch_mcp.store.postgres_schema import MIGRATIONS, TS_CONFIG
 from smartsearch_mcp.store.postgres_url import guard_driver_logs, mask_url, scrub
+from smartsearch_mcp.store.reads import SharedReads
 from smartsearch_mcp.store.turns import (
     CONTEXT_SUFFIX,
     DEFAULT_MAX_CALL_CHARS,
@@ -46,24 +49,23 @@ from smartsearch_mcp.store.turns import (
     SharedValues,
     TurnChecks,
     call_digest,
-    check_id,
+    check_forget_found,
     check_name,
+    forget_request,
     iso,
     new_session_id,
     new_turn_rows,
     now,
+    recorded_call_outcome,
     row_to_turn,
     rows_to_turns,
 )
 from smartsearch_mcp.types import (
     ForgetResult,
     InputError,
-    NotFoundError,
     RememberResult,
     Scope,
-    SessionInfo,
     SmartSearchError,
-    StoreStats,
     Turn,
     TurnInput,
 )
@@ -72,37 +74,37 @@ try:
     import psycopg
     import psycopg.errors
     from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+    from smartsearch_mcp.store.postgres_open import (
+        create_schema,
+        drop_schema,
+        first_line,
+        migrate,
+        schema_version,
+    )
 except ImportError as exc:  # pragma: no cover - the message is tested through open_store
     raise ImportError(
         "a postgresql:// database needs the PostgreSQL driver: pip install -e '.[postgres]' "
         "(or pip install 'smartsearch-mcp[postgres]')"
     ) from exc
 
+# Re-exported: the benchmarks' schema helpers are imported from here (naming the extra when
+# the driver is missing).
+__all__ = ["PostgresStore", "create_schema", "drop_schema"]
+
 log = logging.getLogger(__name__)
 
-_TURN_COLUMNS = (
-    "id, namespace, session_id, position, speaker, role, text, timestamp, timestamp_raw, "
-    "created_at, metadata"
-)
+_TURN_COLUMNS = sql.TURN_COLUMNS
 _M = "%s"  # psycopg's placeholder
-# Whether this schema (the first of the search path) holds the version table.
-_HAS_VERSION_TABLE = (
-    "SELECT to_regclass(quote_ident(current_schema()) || '.schema_version') IS NOT NULL"
-)
-# A key for pg_advisory_xact_lock: one migration at a time, whichever process starts.
-_MIGRATION_LOCK = 0x53536D63
 POOL_MAX = 4
 CONNECT_TIMEOUT_S = 10.0
 FETCH_CHUNK = 512
-SIZE_EXACT_TURNS = 20_000
-SIZE_PROBES = 64
-SIZE_PROBE_TURNS = 8
-
-_Phase = tuple[str, str, str, Callable[[Turn], list[Any]]]
 
 
-class PostgresStore(TurnChecks):
+class PostgresStore(TurnChecks, SharedReads):
     """The memory in a PostgreSQL database. Create with `await PostgresStore.open(url)`."""
+
+    dialect = sql.POSTGRES
 
     def __init__(
         self,
@@ -176,7 +178,8 @@ class PostgresStore(TurnChecks):
                         "primary) to migrate it"
                     )
             else:
-                await store._migrate()
+                async with store._connection() as conn:
+                    await migrate(conn, store.path)
             store.pgvector = await store._extension_version("vector")
             if store.pgvector:
                 log.info(
@@ -200,13 +203,7 @@ class PostgresStore(TurnChecks):
 
     async def schema_version(self) -> int:
         async with self._cursor() as cur:
-            await cur.execute(_HAS_VERSION_TABLE)
-            row = await cur.fetchone()
-            if not row or not row[0]:
-                return 0
-            await cur.execute("SELECT coalesce(max(version), 0) FROM schema_version")
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
+            return await schema_version(cur)
 
     # ------------------------------------------------------------------ connections
 
@@ -237,12 +234,12 @@ class PostgresStore(TurnChecks):
             ) from exc
         except psycopg.errors.InsufficientPrivilege as exc:
             raise DatabaseError(
-                f"the database {self.path} refused this role: {_first_line(exc, self.url)} — "
+                f"the database {self.path} refused this role: {first_line(exc, self.url)} — "
                 "grant it what docs/teams.md lists (a least-privilege role)"
             ) from exc
 
     def _failed(self, exc: BaseException) -> DatabaseError:
-        return DatabaseError(f"the database {self.path} failed: {_first_line(exc, self.url)}")
+        return DatabaseError(f"the database {self.path} failed: {first_line(exc, self.url)}")
 
     @asynccontextmanager
     async def _cursor(self) -> AsyncIterator[psycopg.AsyncCursor[Any]]:
@@ -269,55 +266,6 @@ class PostgresStore(TurnChecks):
                     "nothing was written — restart the server (or CLI) so it runs the new version"
                 )
             yield cur
-
-    async def _migrate(self) -> None:
-        if await self.schema_version() == len(MIGRATIONS):
-            return  # current: no lock, no DDL (a least-privilege role, a read-only replica)
-        async with self._connection() as conn:
-            # A session lock taken before the transaction: the migration's transaction then
-            # starts after the one before it committed, and sees its tables (a transaction
-            # that waited for a lock inside itself could still read the catalog as it was).
-            await conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
-            try:
-                async with conn.transaction(), conn.cursor() as cur:
-                    await self._migrate_locked(cur)
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
-
-    async def _migrate_locked(self, cur: psycopg.AsyncCursor[Any]) -> None:
-        await cur.execute(_HAS_VERSION_TABLE)
-        row = await cur.fetchone()
-        version = 0
-        if row and row[0]:
-            await cur.execute("SELECT coalesce(max(version), 0) FROM schema_version")
-            row = await cur.fetchone()
-            version = int(row[0]) if row else 0
-        else:
-            await cur.execute(
-                "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() "
-                "AND tablename IN ('turns', 'sessions')"
-            )
-            row = await cur.fetchone()
-            if row and int(row[0]):
-                raise DatabaseError(
-                    f"the database {self.path} holds tables named turns or sessions that "
-                    "are not smartsearch-mcp's: nothing was changed — give the memory a "
-                    "database (or schema, through options=-csearch_path=…) of its own"
-                )
-        latest = len(MIGRATIONS)
-        if version > latest:
-            raise InputError(
-                f"the database has schema version {version}, newer than this "
-                f"smartsearch-mcp understands ({latest}); upgrade smartsearch-mcp"
-            )
-        for number, statements in enumerate(MIGRATIONS[version:], start=version + 1):
-            for statement in statements:
-                await cur.execute(statement)
-            await cur.execute(
-                "INSERT INTO schema_version (version, applied_at) VALUES (%s, %s)",
-                (number, now()),
-            )
-            log.info("applied PostgreSQL schema migration %d", number)
 
     async def _extension_version(self, name: str) -> str | None:
         async with self._cursor() as cur:
@@ -416,9 +364,7 @@ class PostgresStore(TurnChecks):
             "SELECT id FROM turns WHERE namespace = %s AND session_id = %s", (namespace, session)
         )
         present = {int(r[0]) for r in await cur.fetchall()}
-        if present.issuperset(ids):
-            return session, ids
-        return (session if present else None), None
+        return recorded_call_outcome(session, ids, present)
 
     async def forget(
         self,
@@ -429,32 +375,18 @@ class PostgresStore(TurnChecks):
         whole_namespace: bool = False,
     ) -> ForgetResult:
         """Delete turns by id, a whole session, or (explicitly) a whole namespace."""
-        namespace = check_name("namespace", namespace)
-        if not ids and not session_id and not whole_namespace:
-            raise InputError("forget needs ids, a session_id, or the whole namespace")
+        namespace, session_id, wanted = forget_request(namespace, ids, session_id, whole_namespace)
         where, params = "namespace = %s", [namespace]
         if session_id:
             where += " AND session_id = %s"
-            params.append(check_name("session_id", session_id))
-        wanted = sorted({check_id(i) for i in ids}) if ids else None
+            params.append(session_id)
         async with self._write_transaction() as cur:
             if wanted is not None:
                 where += " AND id = ANY(%s)"
                 params.append(wanted)  # type: ignore[arg-type]
             await cur.execute(f"SELECT id, session_id FROM turns WHERE {where} ORDER BY id", params)
             found = [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
-            if wanted is not None:
-                missing = sorted(set(wanted) - {i for i, _ in found})
-                if missing:
-                    more = f" ({len(missing)} in all)" if len(missing) > 20 else ""
-                    raise NotFoundError(
-                        f"no turns with ids {missing[:20]}{more} in namespace {namespace!r}; "
-                        "nothing was deleted (recall, grep and timeline show each turn's id)"
-                    )
-            if session_id and not found:
-                raise NotFoundError(
-                    f"no session {session_id!r} in namespace {namespace!r}; nothing was deleted"
-                )
+            check_forget_found(namespace, wanted, session_id, [i for i, _ in found])
             deleted_ids = [i for i, _ in found]
             touched = sorted({s for _, s in found})
             if deleted_ids:
@@ -483,188 +415,6 @@ class PostgresStore(TurnChecks):
         )
 
     # ------------------------------------------------------------------ reads
-
-    async def get_turns(
-        self, ids: Sequence[int], namespaces: Sequence[str] | None = None
-    ) -> list[Turn]:
-        """Turns by id, in the order given; ids not found (or outside `namespaces`) are left out."""
-        if not ids:
-            return []
-        wanted = [check_id(i) for i in ids]
-        sql_text = f"SELECT {_TURN_COLUMNS} FROM turns WHERE id = ANY(%s)"
-        params: list[Any] = [wanted]
-        if namespaces is not None:
-            sql_text += " AND namespace = ANY(%s)"
-            params.append(list(namespaces))
-        by_id = {turn.id: turn for turn in await self._fetch_turns(sql_text, params)}
-        return [by_id[i] for i in wanted if i in by_id]
-
-    async def session_turns(self, namespace: str, session_id: str) -> list[Turn]:
-        turns = await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = %s AND session_id = %s "
-            "ORDER BY position",
-            (namespace, session_id),
-        )
-        if not turns:
-            raise NotFoundError(
-                f"no session {session_id!r} in namespace {namespace!r} "
-                "(read memory://sessions for the list)"
-            )
-        return turns
-
-    async def list_sessions(
-        self, namespace: str | None = None, limit: int = 1000, offset: int = 0
-    ) -> list[SessionInfo]:
-        where, params = ("WHERE namespace = %s", [namespace]) if namespace else ("", [])
-        async with self._cursor() as cur:
-            await cur.execute(
-                "SELECT id, namespace, first_timestamp, last_timestamp, turn_count FROM sessions "
-                f"{where} ORDER BY COALESCE(last_timestamp, created_at) DESC, id "
-                "LIMIT %s OFFSET %s",
-                [*params, limit, offset],
-            )
-            rows = await cur.fetchall()
-        return [
-            SessionInfo(
-                id=r[0], namespace=r[1], first_timestamp=r[2], last_timestamp=r[3], turn_count=r[4]
-            )
-            for r in rows
-        ]
-
-    async def namespaces(self) -> dict[str, int]:
-        async with self._cursor() as cur:
-            await cur.execute(
-                "SELECT namespace, count(*) FROM turns GROUP BY namespace ORDER BY namespace"
-            )
-            return {str(r[0]): int(r[1]) for r in await cur.fetchall()}
-
-    async def stats(self, namespace: str | None = None) -> StoreStats:
-        where, params = ("WHERE namespace = %s", [namespace]) if namespace else ("", [])
-        async with self._cursor() as cur:
-            await cur.execute(
-                f"SELECT count(*), min(timestamp), max(timestamp) FROM turns {where}", params
-            )
-            row = await cur.fetchone()
-            await cur.execute(f"SELECT count(*) FROM sessions {where}", params)
-            sessions_row = await cur.fetchone()
-            await cur.execute(
-                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
-                "AND c.relname IN ('turns', 'sessions', 'embeddings', 'remember_calls')"
-            )
-            size_row = await cur.fetchone()
-        namespaces = await self.namespaces()
-        if namespace:
-            namespaces = {k: v for k, v in namespaces.items() if k == namespace}
-        return StoreStats(
-            turns=int(row[0]) if row else 0,
-            sessions=int(sessions_row[0]) if sessions_row else 0,
-            namespaces=namespaces,
-            first_timestamp=row[1] if row else None,
-            last_timestamp=row[2] if row else None,
-            database=self.path,
-            schema_version=await self.schema_version(),
-            size_bytes=int(size_row[0]) if size_row else 0,
-        )
-
-    async def scope_turns(self, scope: Scope) -> list[Turn]:
-        where, params = sql.scope_filter(scope, mark=_M)
-        return await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} ORDER BY id", params
-        )
-
-    async def scope_fingerprint(self, scope: Scope) -> tuple[int, int]:
-        """(turns, highest turn id) of `scope`. Exact across machines: ids are taken and
-        committed in increasing order under the write lock, and never reused."""
-        where, params = sql.scope_filter(scope, mark=_M)
-        async with self._cursor() as cur:
-            await cur.execute(
-                f"SELECT count(*), coalesce(max(id), 0) FROM turns WHERE {where}", params
-            )
-            row = await cur.fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
-
-    async def scope_size(self, scope: Scope) -> tuple[int, int, int]:
-        """(turns, characters of text, highest turn id) of `scope`, as SQLiteStore's."""
-        where, params = sql.scope_filter(scope, mark=_M)
-        async with self._cursor() as cur:
-            await cur.execute(
-                "SELECT count(*), coalesce(min(id), 0), coalesce(max(id), 0) FROM turns "
-                f"WHERE {where}",
-                params,
-            )
-            row = await cur.fetchone()
-            turns, first, last = (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
-            if turns <= SIZE_EXACT_TURNS:
-                await cur.execute(
-                    f"SELECT coalesce(sum(length(text)), 0) FROM turns WHERE {where}", params
-                )
-                row = await cur.fetchone()
-                return turns, int(row[0]) if row else 0, last
-            lengths: list[int] = []
-            for probe in range(SIZE_PROBES):
-                at = first + (last - first) * probe // SIZE_PROBES
-                await cur.execute(
-                    f"SELECT length(text) FROM turns WHERE {where} AND id >= %s "
-                    f"ORDER BY id LIMIT {SIZE_PROBE_TURNS}",
-                    [*params, at],
-                )
-                lengths.extend(int(r[0]) for r in await cur.fetchall())
-        return turns, round(turns * sum(lengths) / max(1, len(lengths))), last
-
-    async def scope_pages(
-        self, scope: Scope, batch: int = 2000, through_id: int | None = None
-    ) -> AsyncIterator[list[Turn]]:
-        """The turns of `scope` in id order, a page at a time, up to `through_id`."""
-        where, params = sql.scope_filter(scope, mark=_M)
-        if through_id is not None:
-            where += " AND id <= %s"
-            params.append(through_id)
-        phase: _Phase = ("TRUE", "id", "id > %s", lambda turn: [turn.id])
-        async for page in self._keyset_pages(where, params, (phase,), batch):
-            yield page
-
-    async def timeline_turns(self, scope: Scope, limit: int, latest: bool = False) -> list[Turn]:
-        where, params = sql.scope_filter(scope, mark=_M)
-        direction = "DESC" if latest else "ASC"
-        # NULLS FIRST ascending (and last descending): SQLite sorts NULL below everything.
-        nulls = "NULLS LAST" if latest else "NULLS FIRST"
-        turns = await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} "
-            f"ORDER BY timestamp {direction} {nulls}, session_id {direction}, "
-            f"position {direction}, id {direction} LIMIT %s",
-            [*params, limit],
-        )
-        return turns[::-1] if latest else turns
-
-    async def iter_scope_turns(
-        self, scope: Scope, batch: int = 1000, contains: str | None = None
-    ) -> AsyncIterator[Turn]:
-        """Every turn of `scope`, most recent first (as SQLiteStore's); `contains` is served
-        by the trigram index."""
-        where, params = sql.scope_filter(scope, mark=_M)
-        if contains is not None:
-            where = f"{where} AND {sql.folded('text')} LIKE %s"
-            params.append(sql.like_contains(contains))
-        phases: tuple[_Phase, ...] = (
-            (
-                "timestamp IS NOT NULL",
-                "timestamp DESC, id DESC",
-                "(timestamp, id) < (%s, %s)",
-                lambda turn: [turn.timestamp, turn.id],
-            ),
-            ("timestamp IS NULL", "id DESC", "id < %s", lambda turn: [turn.id]),
-        )
-        async for page in self._keyset_pages(where, params, phases, batch):
-            for turn in page:
-                yield turn
-
-    async def count_turns(self, scope: Scope) -> int:
-        where, params = sql.scope_filter(scope, mark=_M)
-        async with self._cursor() as cur:
-            await cur.execute(f"SELECT count(*) FROM turns WHERE {where}", params)
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
 
     async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]:
         """(turn id, rank — higher is better), best first, within `scope`, for an expression
@@ -700,12 +450,6 @@ class PostgresStore(TurnChecks):
                 counts[phrase] = int(row[0]) if row else 0
         return counts
 
-    async def turn_count_estimate(self) -> int:
-        async with self._cursor() as cur:
-            await cur.execute("SELECT coalesce(max(id), 0) FROM turns")
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
-
     async def data_version(self) -> int:
         """The count of committed writes of turns, by any process on any machine."""
         async with self._cursor() as cur:
@@ -718,7 +462,7 @@ class PostgresStore(TurnChecks):
     ) -> AsyncIterator[Turn]:
         """All turns (of one namespace, or all) in id order, as one consistent snapshot (a
         repeatable-read transaction: an export while servers write)."""
-        where, params = ("WHERE namespace = %s", [namespace]) if namespace else ("", [])
+        query, params = sql.all_turns(self.dialect, namespace)
         shared = SharedValues()
         async with self._connection() as conn:
             await conn.set_autocommit(False)
@@ -728,34 +472,13 @@ class PostgresStore(TurnChecks):
                     conn.transaction(),
                     conn.cursor(name="smartsearch_export") as cur,
                 ):
-                    await cur.execute(
-                        f"SELECT {_TURN_COLUMNS} FROM turns {where} ORDER BY id", params
-                    )
+                    await cur.execute(query, params)
                     while rows := await cur.fetchmany(batch):
                         for row in rows:
                             yield row_to_turn(row, shared)
             finally:
                 await conn.set_isolation_level(None)
                 await conn.set_autocommit(True)
-
-    async def get_embeddings(
-        self, model: str, keys: Sequence[tuple[int, int]]
-    ) -> dict[tuple[int, int], bytes]:
-        """Cached vectors for (turn id, passage start) keys; missing keys are left out."""
-        wanted = set(keys)
-        if not wanted:
-            return {}
-        found: dict[tuple[int, int], bytes] = {}
-        async with self._cursor() as cur:
-            await cur.execute(
-                "SELECT turn_id, start, vector FROM embeddings WHERE model = %s "
-                "AND turn_id = ANY(%s)",
-                (model, sorted({k[0] for k in wanted})),
-            )
-            for turn_id, start, vector in await cur.fetchall():
-                if (turn_id, start) in wanted:
-                    found[(int(turn_id), int(start))] = bytes(vector)
-        return found
 
     async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None:
         """Cache vectors; entries whose turn was deleted meanwhile are dropped. Waits for the
@@ -777,41 +500,6 @@ class PostgresStore(TurnChecks):
                     list(latest.values()),
                 ),
             )
-
-    async def turns_without_embeddings(
-        self, model: str, limit: int, after_id: int = 0
-    ) -> list[Turn]:
-        return await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns t WHERE t.id > %s AND NOT EXISTS (SELECT 1 "
-            "FROM embeddings e WHERE e.model = %s AND e.turn_id = t.id) ORDER BY t.id LIMIT %s",
-            (after_id, model, limit),
-        )
-
-    async def count_turns_without_embeddings(self, model: str) -> int:
-        async with self._cursor() as cur:
-            await cur.execute(
-                "SELECT count(*) FROM turns t WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-                "WHERE e.model = %s AND e.turn_id = t.id)",
-                (model,),
-            )
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
-
-    async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]:
-        wanted = [check_id(i) for i in ids]
-        if not wanted:
-            return {}
-        shared = SharedValues()
-        async with self._cursor() as cur:
-            await cur.execute(
-                "SELECT t.id, "
-                + ", ".join(f"p.{c.strip()}" for c in _TURN_COLUMNS.split(","))
-                + " FROM turns t JOIN turns p ON p.namespace = t.namespace "
-                "AND p.session_id = t.session_id AND p.position = t.position - 1 "
-                "WHERE t.id = ANY(%s)",
-                (wanted,),
-            )
-            return {int(row[0]): row_to_turn(row[1:], shared) for row in await cur.fetchall()}
 
     async def backup(self, destination: str | Path) -> None:
         raise InputError(
@@ -840,29 +528,6 @@ class PostgresStore(TurnChecks):
             if row and int(row[0]):
                 problems.append(f"{int(row[0])} turns are missing from the full-text index")
         return problems
-
-    async def table_rows(
-        self, table: str, after: Sequence[Any] | None, limit: int
-    ) -> list[tuple[Any, ...]]:
-        """Up to `limit` rows of one of `TRANSFER_TABLES` in key order, after key `after`."""
-        columns, key = TRANSFER_TABLES[table]
-        marks = ", ".join([_M] * len(key))
-        where = f"WHERE ({', '.join(key)}) > ({marks})" if after else ""
-        async with self._cursor() as cur:
-            await cur.execute(
-                f"SELECT {', '.join(columns)} FROM {table} {where} "
-                f"ORDER BY {', '.join(key)} LIMIT {int(limit)}",
-                list(after or ()),
-            )
-            rows = await cur.fetchall()
-        return [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in rows]
-
-    async def table_count(self, table: str) -> int:
-        TRANSFER_TABLES[table]  # only these tables
-        async with self._cursor() as cur:
-            await cur.execute(f"SELECT count(*) FROM {table}")
-            row = await cur.fetchone()
-        return int(row[0]) if row else 0
 
     async def put_table_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> int:
         """As SQLiteStore.put_table_rows; the id sequence is moved past the copied ids."""
@@ -901,27 +566,24 @@ class PostgresStore(TurnChecks):
 
     # ------------------------------------------------------------------ helpers
 
-    async def _keyset_pages(
-        self, where: str, params: Sequence[Any], phases: Sequence[_Phase], batch: int
-    ) -> AsyncIterator[list[Turn]]:
-        """As SQLiteStore._keyset_pages, on `turns`."""
-        for rows, order, after, after_params in phases:
-            last: Turn | None = None
-            while True:
-                page_where, page_params = f"{where} AND {rows}", list(params)
-                if last is not None:
-                    page_where += f" AND {after}"
-                    page_params += after_params(last)
-                turns = await self._fetch_turns(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE {page_where} "
-                    f"ORDER BY {order} LIMIT {int(batch)}",
-                    page_params,
-                )
-                if turns:
-                    yield turns
-                if len(turns) < batch:
-                    break
-                last = turns[-1]
+    async def _run(self, statements: Sequence[sql.Query]) -> list[list[tuple[Any, ...]]]:
+        results: list[list[tuple[Any, ...]]] = []
+        async with self._cursor() as cur:
+            for statement, params in statements:
+                await cur.execute(statement, params)
+                results.append(list(await cur.fetchall()))
+        return results
+
+    async def _size_bytes(self) -> int:
+        rows = await self._rows(
+            (
+                "SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                "WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' "
+                "AND c.relname IN ('turns', 'sessions', 'embeddings', 'remember_calls')",
+                [],
+            )
+        )
+        return int(rows[0][0]) if rows else 0
 
     async def _fetch_turns(self, sql_text: str, params: Sequence[Any]) -> list[Turn]:
         async with self._cursor() as cur:
@@ -931,13 +593,6 @@ class PostgresStore(TurnChecks):
         if len(rows) < FETCH_CHUNK:
             return [row_to_turn(row, shared) for row in rows]
         return await anyio.to_thread.run_sync(rows_to_turns, rows, shared)
-
-
-def _first_line(exc: BaseException, url: str) -> str:
-    """The driver's message, its first line (PostgreSQL adds the statement after it), with
-    the URL's password masked."""
-    lines = str(exc).strip().splitlines()
-    return scrub(lines[0], url) if lines else type(exc).__name__
 
 
 def _query_words(phrases: list[str]) -> list[str]:
@@ -985,21 +640,3 @@ async def _refresh_sessions(
         "WHERE s.namespace = %s AND s.id = u.sid",
         (list(session_ids), namespace, namespace),
     )
-
-
-async def create_schema(url: str, name: str) -> None:
-    """Create the schema `name` in the database at `url` (for a memory of its own there)."""
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(f'CREATE SCHEMA "{_identifier(name)}"')
-
-
-async def drop_schema(url: str, name: str) -> None:
-    """Drop the schema `name` and everything in it."""
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
-        await conn.execute(f'DROP SCHEMA IF EXISTS "{_identifier(name)}" CASCADE')
-
-
-def _identifier(name: str) -> str:
-    if not name.replace("_", "").isalnum() or not name.isascii():
-        raise InputError(f"schema names are ASCII letters, digits and _, got {name!r}")
-    return name

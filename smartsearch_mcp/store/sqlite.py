@@ -1,6 +1,8 @@
-"""The SQLite store, the embedded default: reads and writes of the store contract
-(store/base.py) on one database file. Opening, the write lock and migrations are in
-store/sqlite_open.py; input checks and row conversion, shared with PostgreSQL, in store/turns.py.
+"""The SQLite store, the embedded default: the store contract (store/base.py) on one
+database file. Opening, the write lock and migrations are in store/sqlite_open.py; what is
+shared with PostgreSQL in store/turns.py (input checks, row conversion) and store/reads.py
+(the reads both run, their SQL built for either dialect in store/queries.py). Here: writes,
+full-text search (FTS5), and what only SQLite has (backup, PRAGMA data_version).
 
 Turns are stored verbatim. The FTS5 index (`turns_fts`, external content) changes in the
 same transaction as the turns: `remember` indexes the turns it inserts itself, with one
@@ -31,6 +33,7 @@ import anyio.to_thread
 from smartsearch_mcp.store import files
 from smartsearch_mcp.store import queries as sql
 from smartsearch_mcp.store.dedupe import match_resent
+from smartsearch_mcp.store.reads import SharedReads
 from smartsearch_mcp.store.schema import MIGRATIONS
 from smartsearch_mcp.store.sqlite_open import (
     begin_immediate,
@@ -53,24 +56,23 @@ from smartsearch_mcp.store.turns import (
     StorageFullError,
     TurnChecks,
     call_digest,
-    check_id,
+    check_forget_found,
     check_name,
     chunks,
+    forget_request,
     iso,
     new_session_id,
     new_turn_rows,
     now,
+    recorded_call_outcome,
     row_to_turn,
     rows_to_turns,
 )
 from smartsearch_mcp.types import (
     ForgetResult,
     InputError,
-    NotFoundError,
     RememberResult,
     Scope,
-    SessionInfo,
-    StoreStats,
     Turn,
     TurnInput,
 )
@@ -93,29 +95,19 @@ log = logging.getLogger(__name__)
 # never logged, whatever level the application sets.
 logging.getLogger("aiosqlite").setLevel(logging.INFO)
 
-_TURN_COLUMNS = (
-    "id, namespace, session_id, position, speaker, role, text, timestamp, timestamp_raw, "
-    "created_at, metadata"
-)
-
-
-# One phase of a keyset scan (`_keyset_pages`): the rows it reads, their order, the
-# condition for rows after a page's last turn, and that condition's parameters.
-_Phase = tuple[str, str, str, Callable[[Turn], list[Any]]]
+_TURN_COLUMNS = sql.TURN_COLUMNS
 
 # search_fts asks the index for this many times the rows wanted before applying the scope.
 FTS_OVERFETCH = 4
 # Rows a read hands over from SQLite's thread at a time (aiosqlite's default is 64).
 FETCH_CHUNK = 512
 FETCH_ROWS = 10_000  # rows read at a time, converted to turns off the event loop
-# `scope_size`: exact up to this many turns, else sampled at SIZE_PROBES places.
-SIZE_EXACT_TURNS = 20_000
-SIZE_PROBES = 64
-SIZE_PROBE_TURNS = 8
 
 
-class SQLiteStore(TurnChecks):
+class SQLiteStore(TurnChecks, SharedReads):
     """Async access to one memory database. Create with `await SQLiteStore.open(path)`."""
+
+    dialect = sql.SQLITE
 
     def __init__(
         self,
@@ -333,9 +325,7 @@ class SQLiteStore(TurnChecks):
             "SELECT id FROM turns WHERE namespace = ? AND session_id = ?", (namespace, session)
         ) as cursor:
             present = {int(r[0]) async for r in cursor}
-        if present.issuperset(ids):
-            return session, ids
-        return (session if present else None), None
+        return recorded_call_outcome(session, ids, present)
 
     async def forget(
         self,
@@ -346,17 +336,15 @@ class SQLiteStore(TurnChecks):
         whole_namespace: bool = False,
     ) -> ForgetResult:
         """Delete turns by id, a whole session, or (explicitly) a whole namespace."""
-        namespace = check_name("namespace", namespace)
-        if not ids and not session_id and not whole_namespace:
-            raise InputError("forget needs ids, a session_id, or the whole namespace")
+        namespace, session_id, wanted = forget_request(namespace, ids, session_id, whole_namespace)
         clauses = ["namespace = ?"]
         params: list[Any] = [namespace]
         if session_id:
             clauses.append("session_id = ?")
-            params.append(check_name("session_id", session_id))
+            params.append(session_id)
         where = " AND ".join(clauses)
         # Any number of ids: read in chunks (one IN list of 300,000 ids passes SQLite's limit).
-        id_chunks = chunks(sorted({check_id(i) for i in ids}), 500) if ids else [[]]
+        id_chunks = chunks(wanted, 500) if wanted else [[]]
         async with self._write_transaction() as db:
             found: list[tuple[int, str]] = []
             for chunk in id_chunks:
@@ -366,18 +354,7 @@ class SQLiteStore(TurnChecks):
                     [*params, *chunk],
                 ) as cursor:
                     found.extend([(int(r[0]), str(r[1])) async for r in cursor])
-            if ids:
-                missing = sorted(set(int(i) for i in ids) - {i for i, _ in found})
-                if missing:
-                    more = f" ({len(missing)} in all)" if len(missing) > 20 else ""
-                    raise NotFoundError(
-                        f"no turns with ids {missing[:20]}{more} in namespace {namespace!r}; "
-                        "nothing was deleted (recall, grep and timeline show each turn's id)"
-                    )
-            if session_id and not found:
-                raise NotFoundError(
-                    f"no session {session_id!r} in namespace {namespace!r}; nothing was deleted"
-                )
+            check_forget_found(namespace, wanted, session_id, [i for i, _ in found])
             deleted_ids = [i for i, _ in found]
             touched = sorted({s for _, s in found})
             # Vectors that embed a deleted turn as context of the next one go with it.
@@ -412,207 +389,6 @@ class SQLiteStore(TurnChecks):
         )
 
     # ------------------------------------------------------------------ reads
-
-    async def get_turns(
-        self, ids: Sequence[int], namespaces: Sequence[str] | None = None
-    ) -> list[Turn]:
-        """Turns by id, in the order given; ids not found (or outside `namespaces`) are left out."""
-        if not ids:
-            return []
-        by_id: dict[int, Turn] = {}
-        for chunk in chunks([check_id(i) for i in ids], 500):
-            sql_text = f"SELECT {_TURN_COLUMNS} FROM turns WHERE id IN ({_marks(len(chunk))})"
-            params: list[Any] = list(chunk)
-            if namespaces is not None:
-                sql_text += f" AND namespace IN ({_marks(len(namespaces))})"
-                params.extend(namespaces)
-            for turn in await self._fetch_turns(sql_text, params):
-                by_id[turn.id] = turn
-        return [by_id[i] for i in ids if i in by_id]
-
-    async def session_turns(self, namespace: str, session_id: str) -> list[Turn]:
-        turns = await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND session_id = ? "
-            "ORDER BY position",
-            (namespace, session_id),
-        )
-        if not turns:
-            raise NotFoundError(
-                f"no session {session_id!r} in namespace {namespace!r} "
-                "(read memory://sessions for the list)"
-            )
-        return turns
-
-    async def list_sessions(
-        self, namespace: str | None = None, limit: int = 1000, offset: int = 0
-    ) -> list[SessionInfo]:
-        where, params = ("WHERE namespace = ?", [namespace]) if namespace else ("", [])
-        async with self._reader.execute(
-            "SELECT id, namespace, first_timestamp, last_timestamp, turn_count FROM sessions "
-            f"{where} ORDER BY COALESCE(last_timestamp, created_at) DESC, id LIMIT ? OFFSET ?",
-            [*params, limit, offset],
-        ) as cursor:
-            return [
-                SessionInfo(
-                    id=r[0],
-                    namespace=r[1],
-                    first_timestamp=r[2],
-                    last_timestamp=r[3],
-                    turn_count=r[4],
-                )
-                async for r in cursor
-            ]
-
-    async def namespaces(self) -> dict[str, int]:
-        async with self._reader.execute(
-            "SELECT namespace, COUNT(*) FROM turns GROUP BY namespace ORDER BY namespace"
-        ) as cursor:
-            return {str(r[0]): int(r[1]) async for r in cursor}
-
-    async def stats(self, namespace: str | None = None) -> StoreStats:
-        where, params = ("WHERE namespace = ?", [namespace]) if namespace else ("", [])
-        async with self._reader.execute(
-            f"SELECT COUNT(*), MIN(timestamp), MAX(timestamp) FROM turns {where}", params
-        ) as cursor:
-            row = await cursor.fetchone()
-        async with self._reader.execute(f"SELECT COUNT(*) FROM sessions {where}", params) as cur:
-            sessions_row = await cur.fetchone()
-        namespaces = await self.namespaces()
-        if namespace:
-            namespaces = {k: v for k, v in namespaces.items() if k == namespace}
-        size = 0
-        if self.path != ":memory:":
-            for suffix in ("", "-wal"):
-                file = Path(self.path + suffix)
-                size += file.stat().st_size if file.exists() else 0
-        return StoreStats(
-            turns=int(row[0]) if row else 0,
-            sessions=int(sessions_row[0]) if sessions_row else 0,
-            namespaces=namespaces,
-            first_timestamp=row[1] if row else None,
-            last_timestamp=row[2] if row else None,
-            database=self.path,
-            schema_version=await self.schema_version(),
-            size_bytes=size,
-        )
-
-    async def scope_turns(self, scope: Scope) -> list[Turn]:
-        """Every turn a query may see (the index-free grep mode reads these)."""
-        where, params = sql.scope_filter(scope)
-        return await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} ORDER BY id", params
-        )
-
-    async def scope_fingerprint(self, scope: Scope) -> tuple[int, int]:
-        """(turns, highest turn id) of `scope`: it changes whenever a turn enters or leaves
-        the scope — ids are never reused (AUTOINCREMENT) and turns are never edited — and
-        not when other namespaces or the embeddings change. One index scan (0.25 s at a
-        million turns), far cheaper than reading the scope again."""
-        where, params = sql.scope_filter(scope)
-        async with self._reader.execute(
-            f"SELECT count(*), coalesce(max(id), 0) FROM turns WHERE {where}", params
-        ) as cursor:
-            row = await cursor.fetchone()
-        return (int(row[0]), int(row[1])) if row else (0, 0)
-
-    async def scope_size(self, scope: Scope) -> tuple[int, int, int]:
-        """(turns, characters of text, highest turn id) of `scope` — what caching it costs.
-
-        The characters are counted exactly up to `SIZE_EXACT_TURNS` turns, else estimated
-        from a sample of turns spread over the scope's ids (summing every length reads every
-        text: 23 s for a million long turns).
-        """
-        where, params = sql.scope_filter(scope)
-        async with self._reader.execute(
-            f"SELECT count(*), coalesce(min(id), 0), coalesce(max(id), 0) FROM turns WHERE {where}",
-            params,
-        ) as cursor:
-            row = await cursor.fetchone()
-        turns, first, last = (int(row[0]), int(row[1]), int(row[2])) if row else (0, 0, 0)
-        if turns <= SIZE_EXACT_TURNS:
-            query = f"SELECT coalesce(sum(length(text)), 0) FROM turns WHERE {where}"
-            async with self._reader.execute(query, params) as cursor:
-                row = await cursor.fetchone()
-            return turns, int(row[0]) if row else 0, last
-        lengths: list[int] = []
-        for probe in range(SIZE_PROBES):
-            at = first + (last - first) * probe // SIZE_PROBES
-            async with self._reader.execute(
-                f"SELECT length(text) FROM turns NOT INDEXED WHERE {where} AND id >= ? "
-                f"ORDER BY id LIMIT {SIZE_PROBE_TURNS}",
-                [*params, at],
-            ) as cursor:
-                lengths.extend(int(r[0]) for r in await cursor.fetchall())
-        return turns, round(turns * sum(lengths) / max(1, len(lengths))), last
-
-    async def scope_pages(
-        self, scope: Scope, batch: int = 2000, through_id: int | None = None
-    ) -> AsyncIterator[list[Turn]]:
-        """The turns of `scope` in id order (as `scope_turns`), a page of `batch` at a time,
-        up to turn id `through_id`: a scan that reads the scope several times sees the same
-        turns each time while other connections add more.
-
-        Pages follow the rowid (NOT INDEXED): with the namespace index SQLite would collect
-        and sort the whole scope for every page.
-        """
-        where, params = sql.scope_filter(scope)
-        if through_id is not None:
-            where += " AND id <= ?"
-            params.append(through_id)
-        phase: _Phase = ("1", "id", "id > ?", lambda turn: [turn.id])
-        async for page in self._keyset_pages("turns NOT INDEXED", where, params, (phase,), batch):
-            yield page
-
-    async def timeline_turns(self, scope: Scope, limit: int, latest: bool = False) -> list[Turn]:
-        """Up to `limit` turns of `scope` in time order (timestamp, then session position):
-        the earliest ones, or with `latest` the most recent ones (still returned oldest
-        first)."""
-        where, params = sql.scope_filter(scope)
-        direction = "DESC" if latest else "ASC"
-        turns = await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns WHERE {where} "
-            f"ORDER BY timestamp {direction}, session_id {direction}, position {direction}, "
-            f"id {direction} LIMIT ?",
-            [*params, limit],
-        )
-        return turns[::-1] if latest else turns
-
-    async def iter_scope_turns(
-        self, scope: Scope, batch: int = 1000, contains: str | None = None
-    ) -> AsyncIterator[Turn]:
-        """Every turn of `scope`, most recent first (turns without a timestamp last, newest
-        first), read in batches (for scans like grep). With `contains` (lowercase ASCII),
-        only turns whose text holds it ignoring case (see `sql.contains_ignoring_case`).
-
-        Pages are keyed on (timestamp, id), which the `turns_time` index serves: each page
-        costs the same however deep the scan (ordering by an expression sorted the whole
-        scope for every page — 0.85 s per page at 300,000 turns).
-        """
-        where, params = sql.scope_filter(scope)
-        if contains is not None:
-            where = f"{where} AND {sql.contains_ignoring_case('text')}"
-            params.append(contains)
-        phases: tuple[_Phase, ...] = (
-            (
-                "timestamp IS NOT NULL",
-                "timestamp DESC, id DESC",
-                "(timestamp, id) < (?, ?)",
-                lambda turn: [turn.timestamp, turn.id],
-            ),
-            ("timestamp IS NULL", "id DESC", "id < ?", lambda turn: [turn.id]),
-        )
-        async for page in self._keyset_pages("turns", where, params, phases, batch):
-            for turn in page:
-                yield turn
-
-    async def count_turns(self, scope: Scope) -> int:
-        """How many turns `scope` holds."""
-        where, params = sql.scope_filter(scope)
-        async with self._reader.execute(
-            f"SELECT count(*) FROM turns WHERE {where}", params
-        ) as cursor:
-            row = await cursor.fetchone()
-        return int(row[0]) if row else 0
 
     async def search_fts(self, match: str, scope: Scope, limit: int) -> list[tuple[int, float]]:
         """(turn id, BM25 score — higher is better) for an FTS5 MATCH expression, best first,
@@ -670,12 +446,6 @@ class SQLiteStore(TurnChecks):
             counts[phrase] = int(row[0]) if row else 0
         return counts
 
-    async def turn_count_estimate(self) -> int:
-        """An upper bound of the number of stored turns, in constant time (the largest id)."""
-        async with self._reader.execute("SELECT COALESCE(MAX(id), 0) FROM turns") as cursor:
-            row = await cursor.fetchone()
-        return int(row[0]) if row else 0
-
     async def data_version(self) -> int:
         """Changes whenever another connection (this process's writer, or another process)
         commits: the key for caches of what is stored."""
@@ -689,37 +459,13 @@ class SQLiteStore(TurnChecks):
         """All turns (of one namespace, or all) in id order, read in batches."""
         last = 0
         while True:
-            params: list[Any] = [last]
-            extra = ""
-            if namespace:
-                extra = " AND namespace = ?"
-                params.append(namespace)
-            turns = await self._fetch_turns(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE id > ?{extra} ORDER BY id LIMIT {batch}",
-                params,
-            )
+            query, params = sql.all_turns(self.dialect, namespace, last)
+            turns = await self._fetch_turns(f"{query} LIMIT {int(batch)}", params)
             if not turns:
                 return
             for turn in turns:
                 yield turn
             last = turns[-1].id
-
-    async def get_embeddings(
-        self, model: str, keys: Sequence[tuple[int, int]]
-    ) -> dict[tuple[int, int], bytes]:
-        """Cached vectors for (turn id, passage start) keys; missing keys are left out."""
-        found: dict[tuple[int, int], bytes] = {}
-        wanted = set(keys)
-        for chunk in chunks(sorted({k[0] for k in wanted}), 500):
-            async with self._reader.execute(
-                f"SELECT turn_id, start, vector FROM embeddings WHERE model = ? "
-                f"AND turn_id IN ({_marks(len(chunk))})",
-                [model, *chunk],
-            ) as cursor:
-                async for turn_id, start, vector in cursor:
-                    if (turn_id, start) in wanted:
-                        found[(int(turn_id), int(start))] = bytes(vector)
-        return found
 
     async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None:
         """Cache vectors; entries whose turn was deleted meanwhile are dropped."""
@@ -731,44 +477,6 @@ class SQLiteStore(TurnChecks):
                 "SELECT ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM turns WHERE id = ?)",
                 [(model, t, s, v, t) for t, s, v in items],
             )
-
-    async def turns_without_embeddings(
-        self, model: str, limit: int, after_id: int = 0
-    ) -> list[Turn]:
-        """Turns with no cached vector for `model` (oldest first, ids above `after_id`): the
-        embedding backlog."""
-        return await self._fetch_turns(
-            f"SELECT {_TURN_COLUMNS} FROM turns t WHERE t.id > ? AND NOT EXISTS (SELECT 1 "
-            "FROM embeddings e WHERE e.model = ? AND e.turn_id = t.id) ORDER BY t.id LIMIT ?",
-            (after_id, model, limit),
-        )
-
-    async def count_turns_without_embeddings(self, model: str) -> int:
-        """How many turns have no cached vector for `model`."""
-        async with self._reader.execute(
-            "SELECT count(*) FROM turns t WHERE NOT EXISTS (SELECT 1 FROM embeddings e "
-            "WHERE e.model = ? AND e.turn_id = t.id)",
-            (model,),
-        ) as cursor:
-            row = await cursor.fetchone()
-        return int(row[0]) if row else 0
-
-    async def previous_turns(self, ids: Sequence[int]) -> dict[int, Turn]:
-        """For each turn id, the turn said just before it in its session (when there is one)."""
-        found: dict[int, Turn] = {}
-        shared = SharedValues()
-        for chunk in chunks([check_id(i) for i in ids], 500):
-            async with self._reader.execute(
-                "SELECT t.id, "
-                + ", ".join(f"p.{c.strip()}" for c in _TURN_COLUMNS.split(","))
-                + " FROM turns t JOIN turns p ON p.namespace = t.namespace "
-                "AND p.session_id = t.session_id AND p.position = t.position - 1 "
-                f"WHERE t.id IN ({_marks(len(chunk))})",
-                chunk,
-            ) as cursor:
-                async for row in cursor:
-                    found[int(row[0])] = row_to_turn(row[1:], shared)
-        return found
 
     async def backup(self, destination: str | Path) -> None:
         """A consistent snapshot of the whole database (SQLite online backup API), private
@@ -807,25 +515,6 @@ class SQLiteStore(TurnChecks):
             except sqlite3.DatabaseError as exc:
                 problems.append(f"full-text index: {exc}")
         return problems
-
-    async def table_rows(
-        self, table: str, after: Sequence[Any] | None, limit: int
-    ) -> list[tuple[Any, ...]]:
-        """Up to `limit` rows of one of `TRANSFER_TABLES` in key order, after key `after`."""
-        columns, key = TRANSFER_TABLES[table]
-        where = f"WHERE ({', '.join(key)}) > ({_marks(len(key))})" if after else ""
-        async with self._reader.execute(
-            f"SELECT {', '.join(columns)} FROM {table} {where} ORDER BY {', '.join(key)} "
-            f"LIMIT {int(limit)}",
-            list(after or ()),
-        ) as cursor:
-            return [tuple(row) async for row in cursor]
-
-    async def table_count(self, table: str) -> int:
-        TRANSFER_TABLES[table]  # only these tables
-        async with self._reader.execute(f"SELECT count(*) FROM {table}") as cursor:
-            row = await cursor.fetchone()
-        return int(row[0]) if row else 0
 
     async def put_table_rows(self, table: str, rows: Sequence[Sequence[Any]]) -> int:
         """Insert rows read by another store's `table_rows` as they are (ids kept), in one
@@ -890,34 +579,18 @@ class SQLiteStore(TurnChecks):
 
     # ------------------------------------------------------------------ helpers
 
-    async def _keyset_pages(
-        self,
-        source: str,
-        where: str,
-        params: Sequence[Any],
-        phases: Sequence[_Phase],
-        batch: int,
-    ) -> AsyncIterator[list[Turn]]:
-        """The turns of `source` matching `where`, a page of `batch` at a time, phase after
-        phase; each page starts after the last row of the one before (keyset paging: every
-        page costs the same however deep the scan)."""
-        for rows, order, after, after_params in phases:
-            last: Turn | None = None
-            while True:
-                page_where, page_params = f"{where} AND {rows}", list(params)
-                if last is not None:
-                    page_where += f" AND {after}"
-                    page_params += after_params(last)
-                turns = await self._fetch_turns(
-                    f"SELECT {_TURN_COLUMNS} FROM {source} WHERE {page_where} "
-                    f"ORDER BY {order} LIMIT {int(batch)}",
-                    page_params,
-                )
-                if turns:
-                    yield turns
-                if len(turns) < batch:
-                    break
-                last = turns[-1]
+    async def _run(self, statements: Sequence[sql.Query]) -> list[list[tuple[Any, ...]]]:
+        results: list[list[tuple[Any, ...]]] = []
+        for statement, params in statements:
+            async with self._reader.execute(statement, params) as cursor:
+                results.append([tuple(row) async for row in cursor])
+        return results
+
+    async def _size_bytes(self) -> int:
+        if self.path == ":memory:":
+            return 0
+        files_ = (Path(self.path + suffix) for suffix in ("", "-wal"))
+        return sum(file.stat().st_size for file in files_ if file.exists())
 
     async def _fetch_turns(self, sql_text: str, params: Sequence[Any]) -> list[Turn]:
         """The turns a query selects. Rows become `Turn`s in a worker thread, a chunk at a

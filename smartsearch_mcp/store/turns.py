@@ -15,7 +15,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from smartsearch_mcp.dates import normalize_timestamp, stored_timestamp
-from smartsearch_mcp.types import ROLES, InputError, SmartSearchError, Turn, TurnInput
+from smartsearch_mcp.types import (
+    ROLES,
+    InputError,
+    NotFoundError,
+    SmartSearchError,
+    Turn,
+    TurnInput,
+)
 
 MAX_NAME_CHARS = 256
 MAX_ID = 2**63 - 1  # the largest 64-bit integer (SQLite's and PostgreSQL's bigint)
@@ -341,3 +348,49 @@ def new_turn_rows(
         next_id += 1
         position += 1
     return ids, rows
+
+
+def forget_request(
+    namespace: str,
+    ids: Sequence[int] | None,
+    session_id: str | None,
+    whole_namespace: bool,
+) -> tuple[str, str | None, list[int] | None]:
+    """A `forget` call's namespace, session (or None) and sorted distinct ids (or None),
+    checked; InputError when it names nothing to delete."""
+    namespace = check_name("namespace", namespace)
+    if not ids and not session_id and not whole_namespace:
+        raise InputError("forget needs ids, a session_id, or the whole namespace")
+    session = check_name("session_id", session_id) if session_id else None
+    wanted = sorted({check_id(i) for i in ids}) if ids else None
+    return namespace, session, wanted
+
+
+def check_forget_found(
+    namespace: str, wanted: Sequence[int] | None, session_id: str | None, found: Sequence[int]
+) -> None:
+    """NotFoundError (before anything is deleted) when ids asked for, or the session, are not
+    in `namespace`; `found` is the ids of the turns the call would delete."""
+    if wanted is not None:
+        missing = sorted(set(wanted) - set(found))
+        if missing:
+            more = f" ({len(missing)} in all)" if len(missing) > 20 else ""
+            raise NotFoundError(
+                f"no turns with ids {missing[:20]}{more} in namespace {namespace!r}; "
+                "nothing was deleted (recall, grep and timeline show each turn's id)"
+            )
+    if session_id and not found:
+        raise NotFoundError(
+            f"no session {session_id!r} in namespace {namespace!r}; nothing was deleted"
+        )
+
+
+def recorded_call_outcome(
+    session: str, ids: list[int], present: set[int]
+) -> tuple[str | None, list[int] | None]:
+    """What a call recorded within the retry window means now, given the ids of its
+    session's turns still `present`: (session, ids) when all its turns are still stored,
+    (session, None) when some were forgotten since, (None, None) when its session is gone."""
+    if present.issuperset(ids):
+        return session, ids
+    return (session if present else None), None

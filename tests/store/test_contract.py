@@ -5,14 +5,13 @@ why, when no server can be had — see tests/postgres_server.py)."""
 from __future__ import annotations
 
 import itertools
-import sys
 
 import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from smartsearch_mcp.store import Store, open_store
+from smartsearch_mcp.store import Store, open_store, reads
 from smartsearch_mcp.store.queries import fts_any
 from smartsearch_mcp.types import InputError, NotFoundError, Scope, TurnInput
 
@@ -328,8 +327,7 @@ async def test_scope_size_counts_turns_and_characters_exactly_or_by_sampling(sto
     chars = sum(len(t) for t in texts)
     assert await store.scope_size(Scope(("ns",))) == (300, chars, result.ids[-1])
 
-    backend = sys.modules[type(store).__module__]
-    monkeypatch.setattr(backend, "SIZE_EXACT_TURNS", 10)
+    monkeypatch.setattr(reads, "SIZE_EXACT_TURNS", 10)
     turns, estimate, last = await store.scope_size(Scope(("ns",)))
     assert (turns, last) == (300, result.ids[-1])
     assert abs(estimate - chars) < 0.1 * chars  # never counting the other namespace's text
