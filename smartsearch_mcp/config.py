@@ -242,6 +242,10 @@ class RankConfig(Section):
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.
     embed_on_recall: int = 64
+    # The cascade: with more candidates than this, the cross-encoder and ColBERT score only
+    # this many, the best of the ranking the other rankers make; those are ranked with every
+    # ranker and the rest follow in the other rankers' order. 0: they score every candidate.
+    expensive_candidates: int = 0
 
     def check(self) -> None:
         if self.weights and not any(self.weights.get(name, 1.0) > 0 for name in self.scorers):

@@ -55,6 +55,13 @@ def test_the_offline_mpnet_preset_is_the_offline_one_with_the_packaged_mpnet() -
     assert [r.split("==")[0] for r in extra] == [dist for dist, _ in model.parts]
 
 
+def test_the_cascade_is_off_unless_configured_and_on_in_the_default_preset() -> None:
+    assert Config().rank.expensive_candidates == 0
+    assert Config.load("offline").rank.expensive_candidates == 0  # nothing expensive to cut
+    default = Config.load("default")
+    assert 0 < default.rank.expensive_candidates < default.retrieval.max_candidates
+
+
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
@@ -69,6 +76,16 @@ def test_the_offline_mpnet_preset_is_the_offline_one_with_the_packaged_mpnet() -
         ("[rank]\nsession_window = -2\n", "rank.session_window"),
         ("[rank]\nreply_credit = 1.5\n", "rank.reply_credit"),
         ("[rank]\nembed_on_recall = -1\n", "rank.embed_on_recall"),
+        ("[rank]\nexpensive_candidates = -1\n", "rank.expensive_candidates = -1: must not be neg"),
+        (
+            "[rank]\nexpensive_candidates = 60.5\n",
+            "rank.expensive_candidates = 60.5: must be an int",
+        ),
+        (
+            "[rank]\nexpensive_candidates = true\n",
+            "rank.expensive_candidates = true: must be an int",
+        ),
+        ("[rank]\nexpensive_candidate = 60\n", "did you mean expensive_candidates?"),
         ("truncation = 3\n", "truncation"),
         ("[store\n", "not valid TOML"),
         # ranges: counts, weights, probabilities, finiteness
