@@ -60,6 +60,11 @@ def test_the_cascade_is_off_unless_configured_and_on_in_the_default_preset() -> 
     assert Config.load("offline").rank.expensive_candidates == 0  # nothing expensive to cut
     default = Config.load("default")
     assert 0 < default.rank.expensive_candidates < default.retrieval.max_candidates
+    # its first pass: the offline preset's cheap rankers; its fusion: the paper's
+    assert set(default.rank.first_pass) == set(Config.load("offline").rank.scorers)
+    assert default.rank.scorers == ("cross_encoder", "colbert", "lexical")
+    assert set(default.rank.rankers) == {*default.rank.scorers, *default.rank.first_pass}
+    assert Config().rank.rankers == Config().rank.scorers  # no cascade: the scorers
 
 
 @pytest.mark.parametrize(
@@ -86,6 +91,14 @@ def test_the_cascade_is_off_unless_configured_and_on_in_the_default_preset() -> 
             "rank.expensive_candidates = true: must be an int",
         ),
         ("[rank]\nexpensive_candidate = 60\n", "did you mean expensive_candidates?"),
+        (
+            "[rank]\nexpensive_candidates = 60\nfirst_pass = ['colbert']\n",
+            re.compile('rank.first_pass = .*"colbert" is not allowed'),
+        ),
+        (
+            "[rank]\nfirst_pass = ['bm25']\n",
+            "the first pass runs only in a cascade; set rank.expensive_candidates",
+        ),
         ("truncation = 3\n", "truncation"),
         ("[store\n", "not valid TOML"),
         # ranges: counts, weights, probabilities, finiteness

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from smartsearch_mcp.config import EXPENSIVE_RANKERS as EXPENSIVE
 from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.dates import DateRange, next_occurrence
 from smartsearch_mcp.pipeline.bursts import credit_bursts
@@ -30,9 +31,9 @@ log = logging.getLogger(__name__)
 
 ScoreJob = Callable[[], list[float]]
 
-# Rankers whose cost grows with each candidate's text through a transformer: with a cascade
-# they score only the first pass's best candidates. The others read stored vectors or scores.
-EXPENSIVE_RANKERS = frozenset({"cross_encoder", "colbert"})
+# With a cascade these score only the first pass's best candidates (see config.py); the
+# others read stored vectors or scores.
+EXPENSIVE_RANKERS = frozenset(EXPENSIVE)
 
 
 async def run_scorers(
@@ -370,12 +371,13 @@ def first_pass(
     unseen: int = 0,
     burst_seconds: int = 0,
 ) -> list[Scored]:
-    """A cascade's first pass: the candidates ranked (`order_candidates`) by the rankers of
-    `scores` that are not expensive (`EXPENSIVE_RANKERS`), joined by the lexical scores when
-    `rank.scorers` lists them or when nothing else could order the candidates (the speaker
-    prior alone cannot)."""
-    cheap = {name: values for name, values in scores.items() if name not in EXPENSIVE_RANKERS}
-    if "lexical" in rank.scorers or not set(cheap) - PRIOR_RANKERS:
+    """A cascade's first pass: the candidates ranked (`order_candidates`) by the first pass's
+    rankers among `scores` (`rank.first_pass_rankers()`: never the expensive ones), joined by
+    the lexical scores when it lists them or when nothing else could order the candidates
+    (the speaker prior alone cannot)."""
+    names = rank.first_pass_rankers()
+    cheap = {name: values for name, values in scores.items() if name in names}
+    if "lexical" in names or not set(cheap) - PRIOR_RANKERS:
         cheap["lexical"] = [c.lexical_score for c in candidates]
     return order_candidates(candidates, cheap, rank, unseen, burst_seconds)
 

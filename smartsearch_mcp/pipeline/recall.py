@@ -140,12 +140,12 @@ class RecallPipeline:
         self.corpora.invalidate()
 
     def learned_rankers(self) -> list[str]:
-        return [s for s in self.config.rank.scorers if s in LEARNED]
+        return [s for s in self.config.rank.rankers if s in LEARNED]
 
     def model_kinds(self) -> list[str]:
         """The models recall uses: spaCy (when configured), then the learned rankers."""
         kinds = ["spacy"] if self.config.nlp.spacy_models else []
-        if self.config.retrieval.dense or "context" in self.config.rank.scorers:
+        if self.config.retrieval.dense or "context" in self.config.rank.rankers:
             kinds.append("bi_encoder")
         if self.uses_splade():
             kinds.append("splade")
@@ -154,7 +154,7 @@ class RecallPipeline:
     def uses_splade(self) -> bool:
         """Whether SPLADE ranks candidates or is a candidate channel."""
         cfg = self.config
-        return "splade" in cfg.rank.scorers or cfg.retrieval.splade_candidates > 0
+        return "splade" in cfg.rank.rankers or cfg.retrieval.splade_candidates > 0
 
     def warm_up(self) -> None:
         """Load the NLP model, the configured rankers and the tokenizer (blocking; call from
@@ -406,7 +406,7 @@ class RecallPipeline:
         whole = cfg.mode == "grep" and not corpus.partial
         if whole and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
             await self.embeddings.fill(corpus, bi_encoder, run.budget)
-            if "context" in self.config.rank.scorers:
+            if "context" in self.config.rank.rankers:
                 await self.embeddings.fill_context(corpus, bi_encoder, run.budget)
         return query_vector, embedded_query
 
@@ -427,7 +427,7 @@ class RecallPipeline:
         return dict(await self.store.search_fts(match, scope, limit))
 
     def _uses_bm25(self) -> bool:
-        return "bm25" in self.config.rank.scorers or self.config.retrieval.bm25_candidates > 0
+        return "bm25" in self.config.rank.rankers or self.config.retrieval.bm25_candidates > 0
 
     async def _scan(
         self,
@@ -486,7 +486,9 @@ class RecallPipeline:
         for kind in self.learned_rankers():
             if kind in EXPENSIVE_RANKERS and (scorer := await self._model(kind, run)) is not None:
                 expensive[kind] = scorer
-        cheap_jobs, passage_vectors = await self._cheap_jobs(query, found, run, bool(expensive))
+        cheap_jobs, passage_vectors, degraded = await self._cheap_jobs(
+            query, found, run, bool(expensive)
+        )
         run.warnings.extend(self.models.warnings)
         rows = list(range(len(candidates)))
         if expensive and 0 < rank.expensive_candidates < len(candidates):
@@ -502,6 +504,10 @@ class RecallPipeline:
             first = []
             scores = await self._score_expensive(query, found, rows, expensive, cheap_jobs, run)
         ranked = [candidates[r] for r in rows]
+        # The final fusion is that of rank.scorers (and of the bi-encoder standing in for
+        # missing learned rankers): a first pass's other rankers only chose the candidates.
+        fused = {*rank.scorers, *EXPENSIVE_RANKERS, *(["bi_encoder"] if degraded else [])}
+        scores = {name: values for name, values in scores.items() if name in fused}
         scores = self._lexical_joins(scores, ranked, run)
         if first and not EXPENSIVE_RANKERS & set(scores):
             ordered = first  # the expensive rankers failed: the first pass is the ranking
@@ -555,14 +561,15 @@ class RecallPipeline:
 
     async def _cheap_jobs(
         self, query: str, found: Candidates, run: _Recall, expensive: bool
-    ) -> tuple[dict[str, ScoreJob], np.ndarray | None]:
+    ) -> tuple[dict[str, ScoreJob], np.ndarray | None, bool]:
         """The jobs of the rankers that read stored vectors or scores (SPLADE, the
-        bi-encoder and its context, BM25, the speaker prior) over every candidate, and the
-        candidates' bi-encoder vectors when the bi-encoder ranks. With no learned ranker
-        available (`expensive` False and no SPLADE), the bi-encoder ranks in their place."""
+        bi-encoder and its context, BM25, the speaker prior; of `rank.scorers` and of a
+        cascade's first pass) over every candidate, the candidates' bi-encoder vectors when
+        the bi-encoder ranks, and whether it ranks in place of the configured learned rankers
+        (none available: `expensive` False and no SPLADE)."""
         indices = found.chosen
         corpus = found.corpus
-        scorers = self.config.rank.scorers
+        scorers = self.config.rank.rankers
         wanted = self.learned_rankers()
         jobs: dict[str, ScoreJob] = {}
         splade = await self._model("splade", run) if "splade" in wanted else None
@@ -575,11 +582,13 @@ class RecallPipeline:
         passage_vectors: np.ndarray | None = None
         # Every configured learned ranker is missing: degrade to the bi-encoder before
         # falling back to lexical scores alone.
+        # (Those of rank.scorers: a first pass's rankers do not stand in for them.)
+        fused = [name for name in self.config.rank.scorers if name in LEARNED]
         degrade = (
-            bool(wanted)
+            bool(fused)
             and not expensive
-            and not jobs
-            and "bi_encoder" not in wanted
+            and not set(jobs) & set(fused)
+            and "bi_encoder" not in fused
             and not run.loading
         )
         use_bi = "bi_encoder" in wanted or degrade
@@ -607,7 +616,7 @@ class RecallPipeline:
             jobs["bm25"] = _constant([found.bm25[i] for i in indices])
         if "speaker" in scorers:
             jobs["speaker"] = _constant([found.said[i] for i in indices])
-        return jobs, passage_vectors
+        return jobs, passage_vectors, degrade
 
     async def _score(self, jobs: dict[str, ScoreJob], run: _Recall) -> dict[str, list[float]]:
         """Run the jobs in parallel worker threads; their timings and failures go to `run`."""

@@ -197,5 +197,12 @@ def test_the_first_pass_leaves_out_the_expensive_rankers_and_lexical_joins_a_lon
 
     assert ids(out) == [2, 3, 1]  # by lexical score: the speaker flag ties them all
     assert set(out[0].ranker_scores) == {"lexical", "speaker"}
-    with_bi = first_pass(cands, {**scores, "bi_encoder": [0.1, 0.2, 0.9]}, rank)
-    assert ids(with_bi) == [3, 2, 1] and "lexical" not in with_bi[0].ranker_scores
+    with_bi = {**scores, "bi_encoder": [0.1, 0.2, 0.9]}
+    assert ids(first_pass(cands, with_bi, rank)) == [2, 3, 1]  # not a ranker of this one
+    own = RankConfig(
+        scorers=("cross_encoder", "speaker"),
+        expensive_candidates=2,
+        first_pass=("bi_encoder", "speaker"),
+    )
+    out = first_pass(cands, with_bi, own)
+    assert ids(out) == [3, 2, 1] and set(out[0].ranker_scores) == {"bi_encoder", "speaker"}

@@ -85,12 +85,12 @@ class Registry:
         return None
 
 
-def _config(scorers: Sequence[str], cut: int) -> Config:
+def _config(scorers: Sequence[str], cut: int, **rank: Any) -> Config:
     return Config().with_overrides(
         nlp={"spacy_models": []},
         retrieval={"dense": False},
         expansion={"enabled": False},
-        rank={"scorers": list(scorers), "expensive_candidates": cut},
+        rank={"scorers": list(scorers), "expensive_candidates": cut, **rank},
     )
 
 
@@ -222,3 +222,17 @@ async def test_truncation_keeps_the_cascades_order_within_the_budget_with_confid
     assert len(whole.confidence) == len(whole.passages)
     assert small.tokens_used <= 150 and 0 < len(small.passages) < len(ranking.scored)
     assert small.passages[0].candidate.passage.key == ranking.scored[0].candidate.passage.key
+
+
+async def test_a_first_pass_of_its_own_chooses_the_n_and_the_final_fusion_is_the_scorers(
+    store: SQLiteStore,
+) -> None:
+    cross = Recording(KeywordScorer("tomatoes"))
+    config = _config(["cross_encoder", "lexical"], 3, first_pass=["bm25"])
+    ranking = await _rank(store, config, {"cross_encoder": cross})
+    by_bm25 = _texts(await _rank(store, _config(["bm25"], 0), {}))
+
+    assert {t.partition(": ")[2] for t in cross.seen[0]} == set(by_bm25[:3])
+    assert ranking.rankers == ["cross_encoder", "lexical"]  # BM25 only chose the three
+    assert all(set(s.ranker_scores) == {"cross_encoder", "lexical"} for s in ranking.scored[:3])
+    assert _texts(ranking)[3:] == [t for t in by_bm25 if t not in _texts(ranking)[:3]]
