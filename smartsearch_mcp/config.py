@@ -252,7 +252,7 @@ class RankConfig(Section):
     expensive_candidates: int = 0
     # The rankers of the cascade's first pass (empty: those of scorers other than the
     # cross-encoder and ColBERT). They rank every candidate to choose which reach the
-    # expensive rankers; the final fusion is that of scorers.
+    # expensive rankers; the final fusion is that of scorers. Unused without a cascade.
     first_pass: tuple[str, ...] = setting((), choices=FIRST_PASS_RANKERS, may_be_empty=True)
 
     @property
@@ -266,11 +266,6 @@ class RankConfig(Section):
         return self.first_pass or tuple(s for s in self.scorers if s not in EXPENSIVE_RANKERS)
 
     def check(self) -> None:
-        if self.first_pass and self.expensive_candidates == 0:
-            raise ConfigError(
-                f"config key rank.first_pass = {_show(self.first_pass)}: the first pass runs "
-                "only in a cascade; set rank.expensive_candidates (e.g. 60) or remove it"
-            )
         if self.weights and not any(self.weights.get(name, 1.0) > 0 for name in self.scorers):
             raise ConfigError(
                 f"config key rank.weights = {_show(self.weights)}: every ranker of rank.scorers "
