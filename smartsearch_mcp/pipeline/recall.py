@@ -509,8 +509,10 @@ class RecallPipeline:
         fused = {*rank.scorers, *EXPENSIVE_RANKERS, *(["bi_encoder"] if degraded else [])}
         scores = {name: values for name, values in scores.items() if name in fused}
         scores = self._lexical_joins(scores, ranked, run)
+        used = sorted(scores)
         if first and not EXPENSIVE_RANKERS & set(scores):
             ordered = first  # the expensive rankers failed: the first pass is the ranking
+            used = sorted(first[0].ranker_scores)
         else:
             head = await off_loop(
                 self._limiter,
@@ -527,7 +529,7 @@ class RecallPipeline:
             top = ordered[:SUPERSEDE_WINDOW]
             picked = passage_vectors[[row[s.candidate.passage.key] for s in top]]
             ordered = prefer_later_restatements(ordered, picked @ picked.T, rank.supersede)
-        return ordered, sorted(scores)
+        return ordered, used
 
     async def _score_expensive(
         self,

@@ -236,3 +236,13 @@ async def test_a_first_pass_of_its_own_chooses_the_n_and_the_final_fusion_is_the
     assert ranking.rankers == ["cross_encoder", "lexical"]  # BM25 only chose the three
     assert all(set(s.ranker_scores) == {"cross_encoder", "lexical"} for s in ranking.scored[:3])
     assert _texts(ranking)[3:] == [t for t in by_bm25 if t not in _texts(ranking)[:3]]
+
+
+async def test_when_the_expensive_rankers_fail_a_first_pass_of_its_own_ranks_and_is_named(
+    store: SQLiteStore,
+) -> None:
+    config = _config(["cross_encoder", "lexical"], 3, first_pass=["bm25", "lexical"])
+    ranking = await _rank(store, config, {"cross_encoder": FailingScorer()})
+
+    assert ranking.rankers == ["bm25", "lexical"]
+    assert all(set(s.ranker_scores) == {"bm25", "lexical"} for s in ranking.scored)
