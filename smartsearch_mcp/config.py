@@ -39,6 +39,10 @@ RANKERS = (
     "lexical",
     "speaker",
 )
+# Rankers whose cost grows with each candidate's text through a transformer: a cascade
+# (rank.expensive_candidates) runs them on the first pass's best candidates only.
+EXPENSIVE_RANKERS = ("cross_encoder", "colbert")
+FIRST_PASS_RANKERS = tuple(r for r in RANKERS if r not in EXPENSIVE_RANKERS)
 TOKENIZERS = (*BPE_ENCODINGS, ESTIMATE)
 DEVICES = ("cpu", "cuda", "cuda:N", "mps", "xpu", "xpu:N")
 
@@ -242,6 +246,24 @@ class RankConfig(Section):
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.
     embed_on_recall: int = 64
+    # The cascade: with more candidates than this, the cross-encoder and ColBERT score only
+    # this many, the best of the ranking the other rankers make; those are ranked with every
+    # ranker and the rest follow in the other rankers' order. 0: they score every candidate.
+    expensive_candidates: int = 0
+    # The rankers of the cascade's first pass (empty: those of scorers other than the
+    # cross-encoder and ColBERT). They rank every candidate to choose which reach the
+    # expensive rankers; the final fusion is that of scorers. Unused without a cascade.
+    first_pass: tuple[str, ...] = setting((), choices=FIRST_PASS_RANKERS, may_be_empty=True)
+
+    @property
+    def rankers(self) -> tuple[str, ...]:
+        """Every ranker a recall computes: `scorers`, and with a cascade its first pass's."""
+        extra = self.first_pass if self.expensive_candidates > 0 else ()
+        return tuple(dict.fromkeys((*self.scorers, *extra)))
+
+    def first_pass_rankers(self) -> tuple[str, ...]:
+        """The rankers of a cascade's first pass (`first_pass`, or the cheap `scorers`)."""
+        return self.first_pass or tuple(s for s in self.scorers if s not in EXPENSIVE_RANKERS)
 
     def check(self) -> None:
         if self.weights and not any(self.weights.get(name, 1.0) > 0 for name in self.scorers):

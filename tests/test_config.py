@@ -55,6 +55,20 @@ def test_the_offline_mpnet_preset_is_the_offline_one_with_the_packaged_mpnet() -
     assert [r.split("==")[0] for r in extra] == [dist for dist, _ in model.parts]
 
 
+def test_the_cascade_is_off_unless_configured_and_on_in_the_default_preset() -> None:
+    assert Config().rank.expensive_candidates == 0
+    assert Config.load("offline").rank.expensive_candidates == 0  # nothing expensive to cut
+    default = Config.load("default")
+    assert 0 < default.rank.expensive_candidates < default.retrieval.max_candidates
+    # its first pass: the offline preset's cheap rankers; its fusion: the paper's
+    assert set(default.rank.first_pass) == set(Config.load("offline").rank.scorers)
+    assert default.rank.scorers == ("cross_encoder", "colbert", "lexical")
+    assert set(default.rank.rankers) == {*default.rank.scorers, *default.rank.first_pass}
+    assert Config().rank.rankers == Config().rank.scorers  # no cascade: the scorers
+    off = default.with_overrides(rank={"expensive_candidates": 0})  # first pass unused
+    assert off.rank.rankers == off.rank.scorers
+
+
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
@@ -69,6 +83,20 @@ def test_the_offline_mpnet_preset_is_the_offline_one_with_the_packaged_mpnet() -
         ("[rank]\nsession_window = -2\n", "rank.session_window"),
         ("[rank]\nreply_credit = 1.5\n", "rank.reply_credit"),
         ("[rank]\nembed_on_recall = -1\n", "rank.embed_on_recall"),
+        ("[rank]\nexpensive_candidates = -1\n", "rank.expensive_candidates = -1: must not be neg"),
+        (
+            "[rank]\nexpensive_candidates = 60.5\n",
+            "rank.expensive_candidates = 60.5: must be an int",
+        ),
+        (
+            "[rank]\nexpensive_candidates = true\n",
+            "rank.expensive_candidates = true: must be an int",
+        ),
+        ("[rank]\nexpensive_candidate = 60\n", "did you mean expensive_candidates?"),
+        (
+            "[rank]\nexpensive_candidates = 60\nfirst_pass = ['colbert']\n",
+            re.compile('rank.first_pass = .*"colbert" is not allowed'),
+        ),
         ("truncation = 3\n", "truncation"),
         ("[store\n", "not valid TOML"),
         # ranges: counts, weights, probabilities, finiteness

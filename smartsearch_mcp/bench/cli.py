@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_BUDGETS: tuple[int, ...] = (750, 1500, 3000, 6000)
 DEFAULT_ALPHAS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5)
+DEFAULT_CASCADE_CUTS: tuple[int, ...] = (30, 60, 100, 150)  # see RunOptions.cascade_cuts
 BASELINE_CHOICES = ("bm25", "full-context")
 DATA_ENV = "SMARTSEARCH_BENCH_DATA"
 
@@ -226,6 +227,13 @@ def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
         + "; empty: none)",
     )
     parser.add_argument(
+        "--cascade-cuts",
+        default=",".join(map(str, DEFAULT_CASCADE_CUTS)),
+        help="cascade cuts (rank.expensive_candidates) at which to report the gold evidence "
+        "that the first pass (the rankers but the cross-encoder and ColBERT) keeps among its "
+        "best N candidates (default " + ",".join(map(str, DEFAULT_CASCADE_CUTS)) + "; empty: none)",
+    )
+    parser.add_argument(
         "--db",
         metavar="URL",
         help="run on PostgreSQL: each haystack in a schema of its own in this database "
@@ -291,6 +299,7 @@ def _cmd_retrieval(
         embed_cache=Path(args.embed_cache) if args.embed_cache else None,
         alphas=_parse_alphas(args.alphas),
         database=args.db,
+        cascade_cuts=_parse_cuts(args.cascade_cuts),
     )
     out_dir = Path(args.out) if args.out else default_out_dir(args.bench, config_name)
     started = time.perf_counter()
@@ -635,6 +644,19 @@ def _parse_alphas(value: str) -> tuple[float, ...]:
     if any(not 0 <= a <= 1 for a in alphas):
         raise InputError(f"alphas must be within 0..1, got {value!r}")
     return tuple(alphas)
+
+
+def _parse_cuts(value: str) -> tuple[int, ...]:
+    cuts = []
+    for part in _split(value):
+        try:
+            cuts.append(_positive_int(part))
+        except argparse.ArgumentTypeError:
+            raise InputError(
+                f"--cascade-cuts: {part!r} is not a positive whole number; give cuts such as "
+                "30,60,100"
+            ) from None
+    return tuple(sorted(set(cuts)))
 
 
 def _parse_budgets(value: str) -> tuple[int, ...]:

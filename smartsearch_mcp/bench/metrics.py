@@ -139,6 +139,7 @@ def summarize(
             key: mean(o.get("candidate_recall") for o in groups[key]) for key in keys
         },
         "candidates": mean(o.get("candidates") for o in outcomes),
+        **first_pass_summary(outcomes, groups, keys),
         "tokens": tokens,
         "words": words,
         "full_context_tokens": mean(o.get("full_context_tokens") for o in outcomes),
@@ -146,6 +147,43 @@ def summarize(
         "latency_ms": latency,
         "qa": qa,
     }
+
+
+def first_pass_summary(
+    outcomes: Sequence[Mapping[str, Any]],
+    groups: Mapping[str, Sequence[Mapping[str, Any]]],
+    keys: Sequence[str],
+) -> dict[str, Any]:
+    """What a cascade's first pass keeps of the gold evidence at each cut N (the outcomes'
+    `first_pass_found`): `first_pass_recall` {N: {category: mean recall}}, comparable with
+    `candidate_recall`, and `first_pass_survival` {N: the share of the gold turns found among
+    the candidates that are among the first pass's best N, over all questions}; empty when
+    no cut was measured."""
+    cuts = sorted({c for o in outcomes for c in o.get("first_pass_found") or {}}, key=int)
+    if not cuts:
+        return {}
+    recall = {
+        cut: {
+            key: mean(
+                evidence_recall(o["gold"], o["first_pass_found"][cut])
+                for o in groups[key]
+                if cut in (o.get("first_pass_found") or {})
+            )
+            for key in keys
+        }
+        for cut in cuts
+    }
+    among = sum(len(o.get("candidate_found") or []) for o in outcomes if o.get("first_pass_found"))
+    survival = {
+        cut: (
+            sum(len(o["first_pass_found"][cut]) for o in outcomes if o.get("first_pass_found"))
+            / among
+            if among
+            else None
+        )
+        for cut in cuts
+    }
+    return {"first_pass_recall": recall, "first_pass_survival": survival}
 
 
 def _system_key(name: str) -> tuple[int, str]:

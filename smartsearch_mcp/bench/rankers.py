@@ -257,6 +257,10 @@ def run(
         summary["whole_recall"] = whole
         summary["recall_p50_ms"] = whole.get("recall_p50_ms")
         summary["recall_p95_ms"] = whole.get("recall_p95_ms")
+        summary["recall_expensive_candidates"] = whole.get("expensive_candidates")
+        without = whole.get("without_cascade") or {}
+        summary["recall_without_cascade_p50_ms"] = without.get("recall_p50_ms")
+        summary["recall_without_cascade_p95_ms"] = without.get("recall_p95_ms")
         summary["colbert_index_passages_per_s"] = whole.get("colbert_index_passages_per_s")
         summary["db_growth_per_turn_bytes"] = whole.get("db_growth_per_turn_bytes")
         summary["colbert_bytes_per_turn"] = whole.get("colbert_bytes_per_turn")
@@ -335,11 +339,30 @@ def format_summary(summary: dict[str, Any]) -> str:
         rows += [
             "",
             f"whole recall, LoCoMo {whole['conversation']} ({whole['turns']} turns, "
-            f"{whole['questions']} questions, up to {whole['max_candidates']} candidates): "
-            f"p50 {whole['recall_p50_ms']:.0f} ms, p95 {whole['recall_p95_ms']:.0f} ms, "
-            f"rank stage p50 {whole['recall_rank_stage_p50_ms']:.0f} ms; rankers "
-            f"{', '.join(whole['recall_rankers'])}",
+            f"{whole['questions']} questions, up to {whole['max_candidates']} candidates; "
+            f"rankers {', '.join(whole['recall_rankers'])}):",
+            "",
+            "| | whole recall p50 ms | p95 ms | rank stage p50 ms | p95 ms |",
+            "|---|---:|---:|---:|---:|",
         ]
+        cut = whole.get("expensive_candidates") or 0
+        variants = [
+            (
+                f"cascade: cross-encoder and ColBERT on the first pass's best {cut}"
+                if cut
+                else "cross-encoder and ColBERT on every candidate",
+                whole,
+            )
+        ]
+        if whole.get("without_cascade"):
+            variants.append(("without the cascade (every candidate)", whole["without_cascade"]))
+        for label, timed in variants:
+            rows.append(
+                f"| {label} | {timed['recall_p50_ms']:.0f} | {timed['recall_p95_ms']:.0f} | "
+                f"{timed['recall_rank_stage_p50_ms']:.0f} | "
+                f"{timed.get('recall_rank_stage_p95_ms', 0.0):.0f} |"
+            )
+        rows.append("")
         if whole.get("colbert_index_passages_per_s"):
             rows.append(
                 f"background ColBERT indexing: {whole['colbert_index_passages_per_s']:.1f} "

@@ -174,6 +174,16 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
             + [f"{candidates:,.0f} candidates" if candidates is not None else "—", "", ""]
         )
     )
+    for cut, recall in (summary.get("first_pass_recall") or {}).items():
+        survival = summary["first_pass_survival"][cut]
+        kept = f"{survival:.1%} of the candidates' gold" if survival is not None else "—"
+        lines.append(
+            _row(
+                ["—", f"cascade first pass, best {int(cut):,} (ceiling after the cut)"]
+                + [_fmt(recall[k]) for k in keys]
+                + [kept, "", ""]
+            )
+        )
     lines += _curve_table(data, summary, h)
     lines += ["", f"{h}# Latency per question (ms)", ""]
     lines += _latency_table(data, summary)

@@ -6,6 +6,7 @@ at each budget, beside the baselines. Produces one JSON-ready outcome per questi
 from __future__ import annotations
 
 import logging
+import math
 import tempfile
 import time
 import uuid
@@ -61,6 +62,10 @@ class RunOptions:
     # A PostgreSQL URL: each haystack goes into a schema of its own in that database (fresh
     # tables, ids from 1 as in a new file; dropped afterwards) instead of an SQLite file.
     database: str | None = None
+    # Cascade cuts (rank.expensive_candidates values) at which to count the gold turns that
+    # a cascade's first pass keeps among its best N passages: the most the expensive
+    # rankers can reach after the cut.
+    cascade_cuts: tuple[int, ...] = ()
 
 
 @dataclass
@@ -398,6 +403,7 @@ async def _evaluate(
             }
         }
 
+    first = _first_pass_found(ranking, gold, config, options.cascade_cuts)
     outcome: dict[str, Any] = {
         "id": question.qid,
         "haystack": haystack.name,
@@ -412,6 +418,7 @@ async def _evaluate(
         "candidates": len(ranking.candidates),
         "candidate_found": [i for i in gold if i in candidate_ids],
         "candidate_recall": evidence_recall(gold, candidate_ids),
+        "first_pass_found": first,
         "systems": systems,
         "full_context_tokens": context.full_tokens,
         "latency_ms": latency,
@@ -427,6 +434,28 @@ async def _evaluate(
         )
         outcome["qa"]["budget"] = qa_budget
     return outcome
+
+
+def _first_pass_found(
+    ranking: Any, gold: list[int], config: Config, cuts: Sequence[int]
+) -> dict[str, list[int]]:
+    """For each cut N, the gold turns among the best N passages of a cascade's first pass
+    (`rank.first_pass`: the ranking's candidates ranked by its rankers other than the
+    cross-encoder and ColBERT, as recall's cascade ranks them)."""
+    from smartsearch_mcp.pipeline.rank import first_pass
+
+    candidates = ranking.candidates
+    by_key = {item.candidate.passage.key: item.ranker_scores for item in ranking.scored}
+    names = {name for item in ranking.scored for name in item.ranker_scores}
+    scores = {
+        name: [by_key[c.passage.key].get(name, math.nan) for c in candidates] for name in names
+    }
+    ordered = first_pass(candidates, scores, config.rank, 0, config.passages.burst_seconds)
+    found: dict[str, list[int]] = {}
+    for cut in cuts:
+        kept = {item.candidate.passage.turn.id for item in ordered[:cut]}
+        found[str(cut)] = [turn_id for turn_id in gold if turn_id in kept]
+    return found
 
 
 def _returned(result: Any, gold: list[int]) -> dict[str, Any]:

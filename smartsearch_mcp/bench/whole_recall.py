@@ -9,7 +9,9 @@ models of the configuration as configured: spaCy, the bi-encoder). Then, as a se
 - the database's growth per turn from the ColBERT token vectors: the bytes stored, and the
   database file before and after (each measured with every connection closed, so the
   write-ahead log is checkpointed into the file);
-- recall of the conversation's questions, timed whole (analyze to truncate) and its rank stage.
+- recall of the conversation's questions, timed whole (analyze to truncate) and its rank stage;
+  with a cascade (`rank.expensive_candidates` > 0), the same questions again without it
+  (the cross-encoder and ColBERT on every candidate), in the same run.
 """
 
 from __future__ import annotations
@@ -64,13 +66,13 @@ async def time_whole_recall(
     with tempfile.TemporaryDirectory(prefix="smartsearch-bench-recall-") as folder:
         db = Path(folder) / "memory.db"
 
-        async def open_memory() -> Memory:
+        async def open_memory(config: Config = cfg) -> Memory:
             store = await SQLiteStore.open(
                 db,
-                max_turns_per_call=cfg.store.max_turns_per_call,
-                max_text_chars=cfg.store.max_text_chars,
+                max_turns_per_call=config.store.max_turns_per_call,
+                max_text_chars=config.store.max_text_chars,
             )
-            return Memory(store, cfg, models, NAMESPACE)
+            return Memory(store, config, models, NAMESPACE)
 
         progress(f"whole recall: remembering LoCoMo {haystack.name}")
         memory = await open_memory()
@@ -105,13 +107,23 @@ async def time_whole_recall(
         out["db_bytes_after_colbert"] = db.stat().st_size
         out["db_growth_per_turn_bytes"] = round((db.stat().st_size - before) / max(1, stored), 1)
 
-        progress(f"whole recall: {min(questions, len(haystack.questions))} questions")
+        asked = haystack.questions[:questions]
+        cut = cfg.rank.expensive_candidates
+        progress(f"whole recall: {len(asked)} questions" + (f", cascade at {cut}" if cut else ""))
         memory = await open_memory()
         try:
-            out.update(await _time_questions(memory, haystack.questions[:questions]))
+            out.update(await _time_questions(memory, asked))
             out["max_candidates"] = cfg.retrieval.max_candidates
+            out["expensive_candidates"] = cut
         finally:
             await memory.close()
+        if cut > 0:  # the same questions with the expensive rankers on every candidate
+            progress(f"whole recall: {len(asked)} questions, without the cascade")
+            memory = await open_memory(cfg.with_overrides(rank={"expensive_candidates": 0}))
+            try:
+                out["without_cascade"] = await _time_questions(memory, asked)
+            finally:
+                await memory.close()
     return out
 
 
@@ -133,6 +145,7 @@ async def _time_questions(memory: Any, questions: list[Any]) -> dict[str, Any]:
         "recall_p50_ms": _percentile(whole, 50),
         "recall_p95_ms": _percentile(whole, 95),
         "recall_rank_stage_p50_ms": _percentile(rank, 50),
+        "recall_rank_stage_p95_ms": _percentile(rank, 95),
         "recall_rankers": sorted(rankers),
         # e.g. a ranker that failed to load; the bench reports what recall actually did
         "recall_warnings": sorted(w for w in warnings if "loading" in w or "failed" in w),

@@ -60,7 +60,7 @@ def configured_kinds(config: Config) -> list[str]:
     """The model kinds a configuration uses: its learned rankers, the bi-encoder when dense
     retrieval is on, SPLADE when it is a candidate channel, and spaCy when models are
     listed."""
-    kinds: list[str] = [k for k in SCORER_KINDS if k in config.rank.scorers]
+    kinds: list[str] = [k for k in SCORER_KINDS if k in config.rank.rankers]
     if config.retrieval.dense and "bi_encoder" not in kinds:
         kinds.append("bi_encoder")
     if config.retrieval.splade_candidates > 0 and "splade" not in kinds:

@@ -80,7 +80,7 @@ class Installation:
 def learned_models(config: Config) -> dict[str, str]:
     """The learned rankers a configuration uses (with dense retrieval, the bi-encoder):
     kind -> configured model name."""
-    kinds = [k for k in RANKER_MODULES if k in config.rank.scorers]
+    kinds = [k for k in RANKER_MODULES if k in config.rank.rankers]
     if config.retrieval.dense and "bi_encoder" not in kinds:
         kinds.append("bi_encoder")
     return {kind: getattr(config.models, kind) for kind in kinds}

@@ -446,7 +446,7 @@ class Embeddings:
 
     def variants(self) -> list[str]:
         """The vector kinds the configured rankers use: "" (the passage) and the context."""
-        scorers = self.config.rank.scorers
+        scorers = self.config.rank.rankers
         variants = []
         if self.config.retrieval.dense or "bi_encoder" in scorers:
             variants.append("")

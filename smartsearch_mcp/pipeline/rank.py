@@ -1,5 +1,11 @@
 """Stage 4: rank. The configured scorers run in parallel worker threads (off the event loop),
-then reciprocal-rank fusion combines their orderings."""
+then reciprocal-rank fusion combines their orderings.
+
+With a cascade (`rank.expensive_candidates` = N > 0), the rankers that cost a model pass per
+candidate (`EXPENSIVE_RANKERS`: the cross-encoder, ColBERT) score only the N best passages of
+the ranking the other rankers make (`order_candidates` over their scores: the first pass);
+those N are then ranked with every ranker, and the rest follow in the first pass's order
+(`follow_with_rest`)."""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from smartsearch_mcp.config import EXPENSIVE_RANKERS as EXPENSIVE
 from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.dates import DateRange, next_occurrence
 from smartsearch_mcp.pipeline.bursts import credit_bursts
@@ -23,6 +30,10 @@ from smartsearch_mcp.types import Candidate, Scored
 log = logging.getLogger(__name__)
 
 ScoreJob = Callable[[], list[float]]
+
+# With a cascade these score only the first pass's best candidates (see config.py); the
+# others read stored vectors or scores.
+EXPENSIVE_RANKERS = frozenset(EXPENSIVE)
 
 
 async def run_scorers(
@@ -79,6 +90,22 @@ def fuse(
     ]
     order = sorted(range(len(scored)), key=lambda i: (-scored[i].score, i))
     return [scored[i] for i in order]
+
+
+def follow_with_rest(head: Sequence[Scored], first_pass: Sequence[Scored]) -> list[Scored]:
+    """A cascade's final order: `head` (the first pass's best passages, ranked again with
+    every ranker), then the other passages of `first_pass` in its order, with their first-pass
+    scores and confidence. Their scores are shifted down by one amount so that none is above
+    the head's lowest (scores stay sorted, their differences kept; a -inf stays -inf)."""
+    taken = {item.candidate.passage.key for item in head}
+    rest = [item for item in first_pass if item.candidate.passage.key not in taken]
+    if not head or not rest or not math.isfinite(rest[0].score):
+        return [*head, *rest]
+    floor, top = head[-1].score, rest[0].score
+    if top <= floor:
+        return [*head, *rest]
+    lowered = [dataclasses.replace(item, score=floor - (top - item.score)) for item in rest]
+    return [*head, *lowered]
 
 
 def add_session_support(
@@ -335,6 +362,24 @@ def prefer_time_range(
 def _mean_of_best(values: Sequence[float], top_n: int) -> float:
     best = sorted(values, reverse=True)[:top_n]
     return sum(best) / len(best)
+
+
+def first_pass(
+    candidates: Sequence[Candidate],
+    scores: Mapping[str, Sequence[float]],
+    rank: RankConfig,
+    unseen: int = 0,
+    burst_seconds: int = 0,
+) -> list[Scored]:
+    """A cascade's first pass: the candidates ranked (`order_candidates`) by the first pass's
+    rankers among `scores` (`rank.first_pass_rankers()`: never the expensive ones), joined by
+    the lexical scores when it lists them or when nothing else could order the candidates
+    (the speaker prior alone cannot)."""
+    names = rank.first_pass_rankers()
+    cheap = {name: values for name, values in scores.items() if name in names}
+    if "lexical" in names or not set(cheap) - PRIOR_RANKERS:
+        cheap["lexical"] = [c.lexical_score for c in candidates]
+    return order_candidates(candidates, cheap, rank, unseen, burst_seconds)
 
 
 def order_candidates(

@@ -35,8 +35,12 @@ from smartsearch_mcp.pipeline.expand import expand_candidates, expansion_room
 from smartsearch_mcp.pipeline.lexical import EntityMention, find_entity_mentions
 from smartsearch_mcp.pipeline.passages import split_into_passages
 from smartsearch_mcp.pipeline.rank import (
+    EXPENSIVE_RANKERS,
+    PRIOR_RANKERS,
     SUPERSEDE_WINDOW,
     ScoreJob,
+    first_pass,
+    follow_with_rest,
     order_candidates,
     prefer_later_restatements,
     prefer_time_range,
@@ -136,12 +140,12 @@ class RecallPipeline:
         self.corpora.invalidate()
 
     def learned_rankers(self) -> list[str]:
-        return [s for s in self.config.rank.scorers if s in LEARNED]
+        return [s for s in self.config.rank.rankers if s in LEARNED]
 
     def model_kinds(self) -> list[str]:
         """The models recall uses: spaCy (when configured), then the learned rankers."""
         kinds = ["spacy"] if self.config.nlp.spacy_models else []
-        if self.config.retrieval.dense or "context" in self.config.rank.scorers:
+        if self.config.retrieval.dense or "context" in self.config.rank.rankers:
             kinds.append("bi_encoder")
         if self.uses_splade():
             kinds.append("splade")
@@ -150,7 +154,7 @@ class RecallPipeline:
     def uses_splade(self) -> bool:
         """Whether SPLADE ranks candidates or is a candidate channel."""
         cfg = self.config
-        return "splade" in cfg.rank.scorers or cfg.retrieval.splade_candidates > 0
+        return "splade" in cfg.rank.rankers or cfg.retrieval.splade_candidates > 0
 
     def warm_up(self) -> None:
         """Load the NLP model, the configured rankers and the tokenizer (blocking; call from
@@ -406,7 +410,7 @@ class RecallPipeline:
         whole = cfg.mode == "grep" and not corpus.partial
         if whole and len(corpus.passages) <= DENSE_SCOPE_LIMIT:
             await self.embeddings.fill(corpus, bi_encoder, run.budget)
-            if "context" in self.config.rank.scorers:
+            if "context" in self.config.rank.rankers:
                 await self.embeddings.fill_context(corpus, bi_encoder, run.budget)
         return query_vector, embedded_query
 
@@ -427,7 +431,7 @@ class RecallPipeline:
         return dict(await self.store.search_fts(match, scope, limit))
 
     def _uses_bm25(self) -> bool:
-        return "bm25" in self.config.rank.scorers or self.config.retrieval.bm25_candidates > 0
+        return "bm25" in self.config.rank.rankers or self.config.retrieval.bm25_candidates > 0
 
     async def _scan(
         self,
@@ -471,29 +475,109 @@ class RecallPipeline:
     async def _rank(
         self, query: str, found: Candidates, candidates: list[Candidate], run: _Recall
     ) -> tuple[list[Scored], list[str]]:
-        """Stage 4: the configured rankers in parallel worker threads, then fusion."""
+        """Stage 4: the configured rankers in parallel worker threads, then fusion. With a
+        cascade (`rank.expensive_candidates` below the number of candidates), the other
+        rankers first rank every candidate, and the expensive ones score only the best of
+        that first pass (see `rank.follow_with_rest` for the order of the rest)."""
         if not candidates:
             return [], []
-        indices = found.chosen
+        rank = self.config.rank
+        burst = self.config.passages.burst_seconds
+        # Passages of the scope that are not candidates (at least: a streamed or indexed
+        # corpus holds only some of them) calibrate the confidence as well.
+        unseen = len(found.corpus.passages) - len(candidates)
+        expensive: dict[str, Any] = {}
+        for kind in self.learned_rankers():
+            if kind in EXPENSIVE_RANKERS and (scorer := await self._model(kind, run)) is not None:
+                expensive[kind] = scorer
+        cheap_jobs, passage_vectors, degraded = await self._cheap_jobs(
+            query, found, run, bool(expensive)
+        )
+        run.warnings.extend(self.models.warnings)
+        rows = list(range(len(candidates)))
+        if expensive and 0 < rank.expensive_candidates < len(candidates):
+            cheap = await self._score(cheap_jobs, run)
+            first = await off_loop(
+                self._limiter, first_pass, candidates, cheap, rank, unseen, burst
+            )
+            row_of = {c.passage.key: i for i, c in enumerate(candidates)}
+            rows = [row_of[s.candidate.passage.key] for s in first[: rank.expensive_candidates]]
+            scores = {name: [values[r] for r in rows] for name, values in cheap.items()}
+            scores |= await self._score_expensive(query, found, rows, expensive, {}, run)
+        else:
+            first = []
+            scores = await self._score_expensive(query, found, rows, expensive, cheap_jobs, run)
+        ranked = [candidates[r] for r in rows]
+        # The final fusion is that of rank.scorers (and of the bi-encoder standing in for
+        # missing learned rankers): a first pass's other rankers only chose the candidates.
+        fused = {*rank.scorers, *EXPENSIVE_RANKERS, *(["bi_encoder"] if degraded else [])}
+        scores = {name: values for name, values in scores.items() if name in fused}
+        scores = self._lexical_joins(scores, ranked, run)
+        used = sorted(scores)
+        if first and not EXPENSIVE_RANKERS & set(scores):
+            ordered = first  # the expensive rankers failed: the first pass is the ranking
+            used = sorted(first[0].ranker_scores)
+        else:
+            head = await off_loop(
+                self._limiter,
+                order_candidates,
+                ranked,
+                scores,
+                rank,
+                unseen + len(candidates) - len(rows),  # the first pass's rest: unseen too
+                burst,
+            )
+            ordered = follow_with_rest(head, first)
+        if rank.supersede > 0 and passage_vectors is not None:
+            row = {c.passage.key: i for i, c in enumerate(candidates)}
+            top = ordered[:SUPERSEDE_WINDOW]
+            picked = passage_vectors[[row[s.candidate.passage.key] for s in top]]
+            ordered = prefer_later_restatements(ordered, picked @ picked.T, rank.supersede)
+        return ordered, used
+
+    async def _score_expensive(
+        self,
+        query: str,
+        found: Candidates,
+        rows: list[int],
+        scorers: dict[str, Any],
+        other_jobs: dict[str, ScoreJob],
+        run: _Recall,
+    ) -> dict[str, list[float]]:
+        """The cross-encoder's and ColBERT's scores of the candidates at `rows`, run in
+        parallel with `other_jobs` (ColBERT reads their stored token vectors; it sits out
+        when none has any and none may be encoded)."""
         corpus = found.corpus
+        indices = [found.chosen[r] for r in rows]
         texts = [corpus.texts[i] for i in indices]
-        scorers = self.config.rank.scorers
-        jobs: dict[str, ScoreJob] = {}
-        wanted = self.learned_rankers()
+        jobs = dict(other_jobs)
         tokens: CandidateTokens | None = None
-        for kind in wanted:
-            if kind in ("bi_encoder", "splade"):
-                continue
-            scorer = await self._model(kind, run)
-            if scorer is None:
-                continue
+        for kind, scorer in scorers.items():
             if kind == "colbert" and stores_tokens(scorer):
                 passages = [corpus.passages[i] for i in indices]
                 tokens = await self.token_vectors.of_candidates(scorer, passages, texts, run.tokens)
-                if not tokens.unscored:  # else no token vectors at all: ColBERT sits out
+                if not tokens.unscored:
                     jobs[kind] = _bind(tokens.score, scorer, query)
             else:
                 jobs[kind] = _bind(scorer.score, query, texts)
+        scores = await self._score(jobs, run)
+        if tokens is not None:
+            self.token_vectors.keep(tokens)
+        return scores
+
+    async def _cheap_jobs(
+        self, query: str, found: Candidates, run: _Recall, expensive: bool
+    ) -> tuple[dict[str, ScoreJob], np.ndarray | None, bool]:
+        """The jobs of the rankers that read stored vectors or scores (SPLADE, the
+        bi-encoder and its context, BM25, the speaker prior; of `rank.scorers` and of a
+        cascade's first pass) over every candidate, the candidates' bi-encoder vectors when
+        the bi-encoder ranks, and whether it ranks in place of the configured learned rankers
+        (none available: `expensive` False and no SPLADE)."""
+        indices = found.chosen
+        corpus = found.corpus
+        scorers = self.config.rank.rankers
+        wanted = self.learned_rankers()
+        jobs: dict[str, ScoreJob] = {}
         splade = await self._model("splade", run) if "splade" in wanted else None
         if splade is not None:
             matrix = await self.sparse.fill(corpus, splade, run.sparse_budget, indices)
@@ -504,7 +588,15 @@ class RecallPipeline:
         passage_vectors: np.ndarray | None = None
         # Every configured learned ranker is missing: degrade to the bi-encoder before
         # falling back to lexical scores alone.
-        degrade = bool(wanted) and not jobs and "bi_encoder" not in wanted and not run.loading
+        # (Those of rank.scorers: a first pass's rankers do not stand in for them.)
+        fused = [name for name in self.config.rank.scorers if name in LEARNED]
+        degrade = (
+            bool(fused)
+            and not expensive
+            and not set(jobs) & set(fused)
+            and "bi_encoder" not in fused
+            and not run.loading
+        )
         use_bi = "bi_encoder" in wanted or degrade
         bi_encoder = await self._model("bi_encoder", run) if use_bi or use_context else None
         if bi_encoder is not None:
@@ -530,37 +622,28 @@ class RecallPipeline:
             jobs["bm25"] = _constant([found.bm25[i] for i in indices])
         if "speaker" in scorers:
             jobs["speaker"] = _constant([found.said[i] for i in indices])
-        run.warnings.extend(self.models.warnings)
+        return jobs, passage_vectors, degrade
+
+    async def _score(self, jobs: dict[str, ScoreJob], run: _Recall) -> dict[str, list[float]]:
+        """Run the jobs in parallel worker threads; their timings and failures go to `run`."""
         scores, errors, timings = await run_scorers(jobs, self._limiter)
-        if tokens is not None:
-            self.token_vectors.keep(tokens)
         run.timings.update({f"rank.{k}": v for k, v in timings.items()})
         for name, error in errors.items():
             run.warnings.append(f"ranker {name} failed and was skipped: {error}")
-        # The speaker prior alone cannot order passages: lexical scores join it then.
-        if "lexical" in scorers or not set(scores) - {"speaker"}:
-            scores["lexical"] = [c.lexical_score for c in candidates]
-            if "lexical" not in scorers and not run.loading:
-                run.warnings.append("no learned ranker available; ranked by lexical scores only")
-        # Passages of the scope that are not candidates (at least: a streamed or indexed
-        # corpus holds only some of them) calibrate the confidence as well.
-        unseen = len(corpus.passages) - len(candidates)
-        ordered = await off_loop(
-            self._limiter,
-            order_candidates,
-            candidates,
-            scores,
-            self.config.rank,
-            unseen,
-            self.config.passages.burst_seconds,
-        )
-        supersede = self.config.rank.supersede
-        if supersede > 0 and passage_vectors is not None:
-            row = {c.passage.key: i for i, c in enumerate(candidates)}
-            top = ordered[:SUPERSEDE_WINDOW]
-            picked = passage_vectors[[row[s.candidate.passage.key] for s in top]]
-            ordered = prefer_later_restatements(ordered, picked @ picked.T, supersede)
-        return ordered, sorted(scores)
+        return scores
+
+    def _lexical_joins(
+        self, scores: dict[str, list[float]], candidates: Sequence[Candidate], run: _Recall
+    ) -> dict[str, list[float]]:
+        """`scores` with the candidates' lexical scores as a ranker when `rank.scorers`
+        lists it, or when nothing else could order them (the speaker prior alone cannot);
+        said in the warnings then, unless models are still loading."""
+        scorers = self.config.rank.scorers
+        if "lexical" not in scorers and set(scores) - PRIOR_RANKERS:
+            return scores
+        if "lexical" not in scorers and not run.loading:
+            run.warnings.append("no learned ranker available; ranked by lexical scores only")
+        return {**scores, "lexical": [c.lexical_score for c in candidates]}
 
     # ------------------------------------------------------------------ models
 

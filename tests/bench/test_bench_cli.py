@@ -186,6 +186,8 @@ def test_bad_budgets_and_categories_are_rejected(tmp_path: Path) -> None:
         run_bench(["locomo", locomo, "--budgets", "100,abc"], Config(), None)
     with pytest.raises(InputError, match="categories"):
         run_bench(["locomo", locomo, "--categories", "7"], Config(), None)
+    with pytest.raises(InputError, match="--cascade-cuts: '0' is not a positive"):
+        run_bench(["locomo", locomo, "--cascade-cuts", "30,0"], Config(), None)
     with pytest.raises(SystemExit):
         run_bench(["locomo", locomo, "--baseline", "oracle"], Config(), None)
 

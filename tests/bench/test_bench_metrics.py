@@ -115,6 +115,31 @@ def test_summarize_averages_per_category_and_overall_excluding_questions_without
     assert summary["qa"] is None
 
 
+def test_summarize_reports_what_a_cascades_first_pass_keeps_of_the_candidates_gold() -> None:
+    def with_cut(gold: list[int], among: list[int], kept: dict[str, list[int]]) -> dict:
+        return {
+            **outcome("temporal", gold, {"100": 1.0}),
+            "candidate_found": among,
+            "first_pass_found": kept,
+        }
+
+    outcomes = [
+        with_cut([1, 2], [1, 2], {"30": [1], "60": [1, 2]}),
+        with_cut([3, 4], [3], {"30": [], "60": [3]}),  # 4 was not even a candidate
+        with_cut([], [], {"30": [], "60": []}),  # no gold: no recall, nothing to keep
+    ]
+
+    summary = summarize(outcomes, [100])
+
+    recall = summary["first_pass_recall"]
+    assert list(recall) == ["30", "60"]
+    assert recall["30"]["overall"] == pytest.approx((0.5 + 0.0) / 2)
+    assert recall["60"]["overall"] == pytest.approx((1.0 + 0.5) / 2)
+    # of the 3 gold turns among the candidates, the best 30 keep 1 and the best 60 all 3
+    assert summary["first_pass_survival"] == {"30": pytest.approx(1 / 3), "60": 1.0}
+    assert "first_pass_recall" not in summarize([outcome("temporal", [1], {"100": 1.0})], [100])
+
+
 def test_summarize_reports_qa_accuracy_per_category() -> None:
     outcomes = [
         outcome("a", [1], {"100": 1.0}, qa={"correct": True}),

@@ -38,8 +38,9 @@ def test_the_json_summary_times_both_ways_with_the_configured_shapes(
 ) -> None:
     argv = ["rankers", "--json", "--candidates", "6", "--repeats", "3", "--questions", "3"]
     argv += ["--data", str(FIXTURES)]
+    cascade = small_shapes.with_overrides(rank={"expensive_candidates": 2})
 
-    assert run_bench(argv, small_shapes, "test") == 0
+    assert run_bench(argv, cascade, "test") == 0
 
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     for key in ("rank_p50_ms", "rank_p95_ms", "naive_p50_ms", "naive_p95_ms"):
@@ -67,6 +68,12 @@ def test_the_json_summary_times_both_ways_with_the_configured_shapes(
     assert whole["colbert_indexed_passages"] >= whole["turns"]
     assert {"cross_encoder", "colbert"} <= set(whole["recall_rankers"])
     assert summary["recall_p50_ms"] == whole["recall_p50_ms"] > 0
+    # ...with the cascade as configured, then without it, on the same questions
+    assert whole["expensive_candidates"] == summary["recall_expensive_candidates"] == 2
+    without = whole["without_cascade"]
+    assert without["questions"] == 3 and without["recall_p50_ms"] > 0
+    assert summary["recall_without_cascade_p50_ms"] == without["recall_p50_ms"]
+    assert 0 < whole["recall_rank_stage_p50_ms"] <= whole["recall_rank_stage_p95_ms"]
     # each passage stores an 8-byte header and at least one 16-dim float16 token
     assert summary["colbert_bytes_per_turn"] >= 8 + 32
     assert summary["db_growth_per_turn_bytes"] > 0

@@ -79,6 +79,8 @@ def test_summary_shows_ours_bm25_and_full_context_side_by_side(results_dir: Path
     assert "| 1,000 | BM25 (FTS5) |" in summary
     assert "| all | Full context | 1.000 |" in summary
     assert "candidates (before ranking)" in summary
+    assert "| — | cascade first pass, best 30 (ceiling after the cut) |" in summary
+    assert "of the candidates' gold" in summary
     assert "Budgets are in **tokens**" in summary
     assert "| end to end |" in summary
     assert "4 gold evidence id(s) could not be resolved" in summary  # D8:6 D9:17 see D30:5

@@ -140,3 +140,23 @@ def test_primary_budget_is_the_one_closest_to_the_configured_default() -> None:
     assert primary_budget([750, 1500, 3000], 1500) == 1500
     assert primary_budget([750, 3000], 1500) == 750
     assert primary_budget([4000], 1500) == 4000
+
+
+async def test_each_question_counts_the_gold_a_cascades_first_pass_keeps_at_each_cut(
+    fake_pool: Any,
+) -> None:
+    output = await run_locomo(fake_pool, cascade_cuts=(1, 20))
+
+    for outcome in output.outcomes:
+        kept = outcome["first_pass_found"]
+        assert set(kept) == {"1", "20"}
+        assert set(kept["1"]) <= set(kept["20"]) <= set(outcome["candidate_found"])
+        # the fake ranks at most 20 candidates: a cut of 20 keeps every one
+        assert kept["20"] == outcome["candidate_found"]
+    assert any(o["first_pass_found"]["1"] for o in output.outcomes)
+
+
+async def test_without_cascade_cuts_nothing_is_counted(fake_pool: Any) -> None:
+    output = await run_locomo(fake_pool)
+
+    assert all(outcome["first_pass_found"] == {} for outcome in output.outcomes)

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from factories import make_passage
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.pipeline.rank import add_session_support, credit_replied_turns, fuse
+from smartsearch_mcp.config import RankConfig
+from smartsearch_mcp.pipeline.rank import (
+    add_session_support,
+    credit_replied_turns,
+    first_pass,
+    follow_with_rest,
+    fuse,
+)
 from smartsearch_mcp.types import Candidate, Passage, Scored
 
 
@@ -155,3 +163,46 @@ def test_reply_credit_keeps_every_passage_never_lowers_a_score_and_sorts_best_fi
     before = {s.candidate.passage.turn.id: s.score for s in items}
     assert all(s.score >= before[s.candidate.passage.turn.id] for s in out)
     assert all(a.score >= b.score for a, b in itertools.pairwise(out))
+
+
+def test_a_cascade_puts_the_head_first_and_the_rest_in_first_pass_order_below_it() -> None:
+    first = scored((1, "a", 0.9), (2, "a", 0.8), (3, "b", 0.7), (4, "b", 0.6), (5, "c", 0.6))
+    head = scored((2, "a", 0.05), (1, "a", 0.04))  # ranked again, on another scale
+
+    out = follow_with_rest(head, first)
+
+    assert ids(out) == [2, 1, 3, 4, 5]
+    assert [s.score for s in out[:2]] == [0.05, 0.04]
+    # the rest keep their differences, shifted to the head's lowest score: sorted, ties kept
+    assert [s.score for s in out[2:]] == pytest.approx([0.04, -0.06, -0.06])
+    assert out[2].ranker_scores == first[2].ranker_scores
+
+
+def test_a_cascades_rest_below_the_head_already_or_at_minus_infinity_is_left_as_it_is() -> None:
+    head = scored((1, "a", 5.0))
+    below = scored((1, "a", 9.0), (2, "a", 1.0), (3, "a", float("-inf")))
+    unscored = scored((1, "a", 9.0), (2, "a", float("-inf")))
+
+    assert [s.score for s in follow_with_rest(head, below)] == [5.0, 1.0, float("-inf")]
+    assert [s.score for s in follow_with_rest(head, unscored)] == [5.0, float("-inf")]
+    assert follow_with_rest([], below) == below
+
+
+def test_the_first_pass_leaves_out_the_expensive_rankers_and_lexical_joins_a_lone_prior() -> None:
+    cands = [candidate(1, "a", lexical=1.0), candidate(2, "a", lexical=3.0), candidate(3, "a", 2.0)]
+    rank = RankConfig(scorers=("cross_encoder", "speaker"))
+    scores = {"cross_encoder": [9.0, 0.0, 5.0], "speaker": [1.0, 1.0, 1.0]}
+
+    out = first_pass(cands, scores, rank)
+
+    assert ids(out) == [2, 3, 1]  # by lexical score: the speaker flag ties them all
+    assert set(out[0].ranker_scores) == {"lexical", "speaker"}
+    with_bi = {**scores, "bi_encoder": [0.1, 0.2, 0.9]}
+    assert ids(first_pass(cands, with_bi, rank)) == [2, 3, 1]  # not a ranker of this one
+    own = RankConfig(
+        scorers=("cross_encoder", "speaker"),
+        expensive_candidates=2,
+        first_pass=("bi_encoder", "speaker"),
+    )
+    out = first_pass(cands, with_bi, own)
+    assert ids(out) == [3, 2, 1] and set(out[0].ranker_scores) == {"bi_encoder", "speaker"}
