@@ -555,7 +555,13 @@ class RecallPipeline:
             row = {c.passage.key: i for i, c in enumerate(candidates)}
             top = ordered[:SUPERSEDE_WINDOW]
             picked = passage_vectors[[row[s.candidate.passage.key] for s in top]]
-            ordered = prefer_later_restatements(ordered, picked @ picked.T, supersede)
+            ordered = prefer_later_restatements(
+                ordered,
+                picked @ picked.T,
+                supersede,
+                self.config.rank.supersede_needs_change,
+                self.config.rank.supersede_same_speaker,
+            )
         return ordered, sorted(scores)
 
     # ------------------------------------------------------------------ models
