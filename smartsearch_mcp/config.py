@@ -224,6 +224,10 @@ class RankConfig(Section):
     weights: dict[str, float] = field(
         default_factory=dict, metadata={"rule": Rule(choices=RANKERS, may_be_empty=True)}
     )
+    # How the rankers' scores are combined: "rrf" (reciprocal-rank fusion) or
+    # "rrf_calibrated" (each reciprocal rank weighed by how far the ranker's score stands out
+    # there, see rank.calibrated_fusion).
+    fusion: str = setting("rrf", choices=("rrf", "rrf_calibrated"))
     max_parallel: int = setting(2, at_least=1)  # worker threads running scorers at once
     # Session support: a passage gains session_weight x the mean fused score of the best
     # session_top passages of its session (0 disables) — of those at most session_window
@@ -242,6 +246,13 @@ class RankConfig(Section):
     # half of its) rises just above it — a plan moved, a version upgraded. Both stay. 0
     # disables; needs the bi_encoder ranker.
     supersede: float = setting(0.0, at_most=1)
+    # ...and only a later turn that states a change ("moved to", "switched", "instead", ...,
+    # see pipeline/updates.py) supersedes: similarity alone does not tell an update from a
+    # conversation coming back to a topic.
+    supersede_needs_change: bool = False
+    # ...and only one said by the same person as the earlier turn (people update their own
+    # statements; a later turn by someone else on the topic is conversation).
+    supersede_same_speaker: bool = False
     # A recall embeds at most this many passages that have no cached vector yet; the rest
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.

@@ -23,9 +23,10 @@ from smartsearch_mcp.config import EXPENSIVE_RANKERS as EXPENSIVE
 from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.dates import DateRange, next_occurrence
 from smartsearch_mcp.pipeline.bursts import credit_bursts
-from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
+from smartsearch_mcp.pipeline.fusion import competition_ranks, reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.retrieve import in_time_range, range_bounds
-from smartsearch_mcp.types import Candidate, Scored
+from smartsearch_mcp.pipeline.updates import states_a_change
+from smartsearch_mcp.types import Candidate, Scored, Turn
 
 log = logging.getLogger(__name__)
 
@@ -68,9 +69,12 @@ def fuse(
     scores: Mapping[str, Sequence[float]],
     rrf_k: int,
     weights: Mapping[str, float],
+    method: str = "rrf",
+    unseen: int = 0,
 ) -> list[Scored]:
     """Candidates sorted by fused score (ties keep candidate order), each with its raw
-    per-ranker scores."""
+    per-ranker scores. `method`: "rrf" (`reciprocal_rank_fusion`) or "rrf_calibrated"
+    (`calibrated_fusion`; `unseen`: passages of the scope that are not candidates)."""
     names = sorted(scores)
     if not names:
         fused = [c.lexical_score for c in candidates]
@@ -78,8 +82,10 @@ def fuse(
         # One ranker: its own scores are more informative than a rank transform (NaN, a
         # passage the ranker could not score, sorts last).
         fused = [-math.inf if math.isnan(v) else float(v) for v in scores[names[0]]]
-    else:
+    elif method == "rrf":
         fused = reciprocal_rank_fusion({n: scores[n] for n in names}, k=rrf_k, weights=weights)
+    else:  # "rrf_calibrated"
+        fused = calibrated_fusion({n: scores[n] for n in names}, rrf_k, weights, max(0, unseen))
     scored = [
         Scored(
             candidate=c,
@@ -106,6 +112,32 @@ def follow_with_rest(head: Sequence[Scored], first_pass: Sequence[Scored]) -> li
         return [*head, *rest]
     lowered = [dataclasses.replace(item, score=floor - (top - item.score)) for item in rest]
     return [*head, *lowered]
+
+
+def calibrated_fusion(
+    scores: Mapping[str, Sequence[float]],
+    rrf_k: int,
+    weights: Mapping[str, float],
+    unseen: int,
+) -> list[float]:
+    """Reciprocal-rank fusion with each ranker's reciprocal rank at a passage weighed by how
+    far that ranker's own score stands out there: (1 + c) / 2 x weight / (k + rank), c being
+    the score calibrated as for the confidence (`_above_median`: 0 at the scope's median, 1
+    at the ranker's best; unknown scores count as 0). A ranker whose best passages stand far
+    above the rest weighs more for them than one whose first ranks are near-ties. Rankers
+    are summed in name order; a weight of 0 leaves a ranker out."""
+    fused = [0.0] * len(next(iter(scores.values()), []))
+    for name in sorted(scores):
+        weight = float(weights.get(name, 1.0))
+        if weight == 0:
+            continue
+        column = [float(v) for v in scores[name]]
+        calibrated = _above_median(column, unseen, RANKER_FLOORS.get(name))
+        ranks = competition_ranks(column)
+        for i, value in enumerate(calibrated):
+            sure = 0.0 if math.isnan(value) else value
+            fused[i] += weight * (1.0 + sure) / 2.0 / (rrf_k + ranks[i])
+    return fused
 
 
 def add_session_support(
@@ -143,9 +175,12 @@ def add_session_support(
 
 
 def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored]:
-    """Raise the user turn each assistant passage replies to (the turn just before it in its
-    session) to at least `credit` x the passage's score, and sort again, best first. A turn
-    raised to its reply's score comes just ahead of it, in conversation order.
+    """Raise the user turn each assistant passage replies to to at least `credit` x the
+    passage's score, and sort again, best first. A turn raised to its reply's score comes just
+    ahead of it, in conversation order. The turn replied to is the best-ranked of the user's
+    turns in a row just before the reply in its session (a user may say several things before
+    the assistant answers: "Bought new shoes, Brooks Ghost 16." / "Weekly mileage is back up
+    to 30 km." / "Nice. Alternate the new shoes...").
 
     An assistant's reply repeats the user's words at length and so outranks them, while the
     user's turn holds what was actually said ("I've set work-free Sundays starting May 5"
@@ -168,6 +203,8 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
         if turn.role != "assistant":
             continue
         answered = first_passage.get((turn.namespace, turn.session_id, turn.position - 1))
+        if answered is not None:
+            answered = _best_of_user_run(first_passage, turn, answered)
         if answered is not None and credit * item.score > raised[answered]:
             raised[answered] = credit * item.score
             order_key[answered] = index - 0.5
@@ -182,6 +219,18 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
     ]
     order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
     return [out[i] for i in order]
+
+
+def _best_of_user_run(
+    first_passage: Mapping[tuple[str, str, int], int], reply: Turn, last: int
+) -> int:
+    """The best-ranked (lowest index) of the user turns in a row just before `reply`."""
+    best = last
+    position = reply.position - 2
+    while (found := first_passage.get((reply.namespace, reply.session_id, position))) is not None:
+        best = min(best, found)
+        position -= 1
+    return best
 
 
 # Rankers that are priors rather than evidence of relevance: they do not make a passage
@@ -272,15 +321,24 @@ SUPERSEDE_CONFIDENCE = 0.5
 
 
 def prefer_later_restatements(
-    scored: Sequence[Scored], similarity: Any, threshold: float
+    scored: Sequence[Scored],
+    similarity: Any,
+    threshold: float,
+    needs_change: bool = False,
+    same_speaker: bool = False,
 ) -> list[Scored]:
     """Current facts first: among the first `SUPERSEDE_WINDOW` passages, a turn said in a
     later session than a higher-ranked one about the same thing — similarity[i][j] (in the
     order of `scored`) at least `threshold`, confidence at least `SUPERSEDE_CONFIDENCE` x
-    its — moves just above it and takes its score. A plan moved, a version upgraded, a
-    person replaced: the later statement is the current one; the earlier stays, below it.
-    threshold <= 0
-    returns the input unchanged.
+    its — trades places and scores with it. A plan moved, a version upgraded, a person
+    replaced: the later statement is the current one; the earlier stays, where the later
+    was (moving it just below instead pushed every passage between them down, and under a
+    tight budget a long one into it: BEAM chats 7–9 −1.9 points at 1,500 tokens).
+    With `needs_change` only a later turn that says something changed
+    (`updates.states_a_change`) moves, and with `same_speaker` only one said by the same
+    person (speaker and role) as the earlier turn: people update their own statements, while
+    a later turn of someone else on the topic is conversation. threshold <= 0 returns the
+    input unchanged.
     """
     if threshold <= 0 or len(scored) < 2:
         return list(scored)
@@ -293,9 +351,15 @@ def prefer_later_restatements(
             i = order[position]
             if i >= window or not _supersedes(later, scored[i], similarity[i][j], threshold):
                 continue
-            order.remove(j)
-            order.insert(position, j)
-            scores[j] = max(scores[j], scores[i])
+            if needs_change and not states_a_change(later.candidate.passage.turn.text):
+                continue
+            if same_speaker and not _same_speaker(later, scored[i]):
+                continue
+            # the two trade places (and scores): the passages between them keep theirs, so
+            # what fits the budget is the same set of passages, only the order changes
+            at = order.index(j)
+            order[position], order[at] = j, i
+            scores[i], scores[j] = scores[j], scores[i]
             break
     out = [
         scored[k]
@@ -304,6 +368,11 @@ def prefer_later_restatements(
         for k in order
     ]
     return out
+
+
+def _same_speaker(a: Scored, b: Scored) -> bool:
+    first, second = a.candidate.passage.turn, b.candidate.passage.turn
+    return (first.speaker, first.role) == (second.speaker, second.role)
 
 
 def _supersedes(later: Scored, earlier: Scored, similarity: float, threshold: float) -> bool:
@@ -394,7 +463,9 @@ def order_candidates(
     scope that are not candidates), then session support and reply credit (which carries
     the confidence)."""
     weights = {name: rank.weights.get(name, 1.0) for name in scores}
-    fused = with_confidence(fuse(candidates, scores, rank.rrf_k, weights), unseen)
+    fused = with_confidence(
+        fuse(candidates, scores, rank.rrf_k, weights, rank.fusion, unseen), unseen
+    )
     fused = add_session_support(fused, rank.session_weight, rank.session_top, rank.session_window)
     fused = credit_bursts(fused, rank.burst_credit, burst_seconds)
     return credit_replied_turns(fused, rank.reply_credit)

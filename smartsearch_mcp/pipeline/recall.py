@@ -532,7 +532,13 @@ class RecallPipeline:
             row = {c.passage.key: i for i, c in enumerate(candidates)}
             top = ordered[:SUPERSEDE_WINDOW]
             picked = passage_vectors[[row[s.candidate.passage.key] for s in top]]
-            ordered = prefer_later_restatements(ordered, picked @ picked.T, rank.supersede)
+            ordered = prefer_later_restatements(
+                ordered,
+                picked @ picked.T,
+                rank.supersede,
+                rank.supersede_needs_change,
+                rank.supersede_same_speaker,
+            )
         return ordered, used
 
     async def _score_expensive(

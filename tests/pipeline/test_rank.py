@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 from factories import make_passage
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.pipeline.rank import (
     add_session_support,
+    calibrated_fusion,
     credit_replied_turns,
     first_pass,
     follow_with_rest,
@@ -43,6 +45,33 @@ def test_fuse_sorts_by_reciprocal_rank_and_keeps_each_rankers_raw_score() -> Non
 def test_fuse_with_one_ranker_keeps_its_scores() -> None:
     out = fuse([candidate(1, "a"), candidate(2, "a")], {"x": [-3.0, 2.5]}, 60, {})
     assert [s.score for s in out] == [2.5, -3.0]
+
+
+def test_calibrated_fusion_trusts_a_ranker_whose_best_passage_stands_out_over_a_near_tie():
+    cands = [candidate(i, "a") for i in (1, 2, 3, 4, 5)]
+    # bm25 finds turn 2 far above everything; the bi-encoder puts turn 1 a hair above turn 2
+    scores = {"bm25": [1.0, 9.0, 0.5, 0.0, 0.0], "dense": [0.52, 0.51, 0.30, 0.20, 0.10]}
+
+    plain = fuse(cands, scores, rrf_k=15, weights={})
+    calibrated = fuse(cands, scores, rrf_k=15, weights={}, method="rrf_calibrated")
+
+    assert ids(plain)[:2] == [1, 2]  # a tie in ranks, kept in candidate order
+    assert ids(calibrated)[:2] == [2, 1]
+    assert calibrated[0].ranker_scores == {"bm25": 9.0, "dense": 0.51}
+
+
+@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 5)), min_size=1, max_size=12), st.randoms())
+def test_calibrated_fusion_does_not_depend_on_candidate_order(
+    rows: list[tuple[float, float]], rng: random.Random
+) -> None:
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    fused = calibrated_fusion({"x": [x for x, _ in rows], "y": [y for _, y in rows]}, 15, {}, 3)
+    shuffled = calibrated_fusion(
+        {"x": [rows[i][0] for i in order], "y": [rows[i][1] for i in order]}, 15, {}, 3
+    )
+    assert shuffled == [fused[i] for i in order]
+    assert calibrated_fusion({"x": [x for x, _ in rows]}, 15, {"x": 0.0}, 0) == [0.0] * len(rows)
 
 
 def test_a_passage_in_a_session_with_strong_company_overtakes_a_stray_better_one() -> None:
@@ -141,6 +170,20 @@ def test_only_a_user_turn_just_before_an_assistant_passage_is_credited() -> None
     scores = {s.candidate.passage.turn.id: s.score for s in out}
     assert scores == {12: 0.9, 11: 0.1, 51: 0.85, 50: 0.15, 30: 0.8, 40: 0.7, 39: 0.7, 38: 0.05}
     assert ids(out) == [12, 51, 30, 39, 40, 50, 11, 38]
+
+
+def test_reply_credit_goes_to_the_strongest_of_the_users_turns_in_a_row_before_the_reply():
+    # "Bought new shoes, Brooks Ghost 16." / "Weekly mileage is back up to 30 km." / "Nice.
+    # Alternate the new shoes with short runs": the reply answers both user turns.
+    items = [
+        said(14, 4, "assistant", 0.9),
+        said(10, 0, "user", 0.8),
+        said(12, 2, "user", 0.5),  # the shoes: what was asked about
+        said(13, 3, "user", 0.2),  # the mileage, just before the reply
+        said(11, 1, "assistant", 0.1),  # ends the user's run of turns
+    ]
+
+    assert ids(credit_replied_turns(items, credit=1.0)) == [12, 14, 10, 13, 11]
 
 
 @given(

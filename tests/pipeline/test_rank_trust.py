@@ -3,6 +3,7 @@ on small realistic fixtures: a trip moved from Lisbon to Porto, a framework upgr
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from factories import make_passage
@@ -39,11 +40,12 @@ TRIP = [
 ]  # fmt: skip
 
 
-def test_a_later_restatement_in_another_session_ranks_above_the_earlier_one() -> None:
+def test_a_later_restatement_in_another_session_trades_places_with_the_earlier_one() -> None:
     similarity = [[1.0, 0.1, 0.6], [0.1, 1.0, 0.1], [0.6, 0.1, 1.0]]
-    out = prefer_later_restatements(TRIP, similarity, threshold=0.45)
-    assert ids(out) == [3, 1, 2]  # both trip turns stay; the current plan first
-    assert out[0].score == 0.9
+    ranked = [TRIP[0], dataclasses.replace(TRIP[1], score=0.85), TRIP[2]]
+    out = prefer_later_restatements(ranked, similarity, threshold=0.45)
+    assert ids(out) == [3, 2, 1]  # both trip turns stay; the current plan first
+    assert [s.score for s in out] == [0.9, 0.85, 0.8]  # the paw between them keeps its place
 
 
 def test_unrelated_or_earlier_turns_do_not_move() -> None:

@@ -1,0 +1,74 @@
+"""Turns that say something changed (pipeline/updates.py), and current facts first only for
+them (`prefer_later_restatements` with `needs_change`), on a trip moved from Lisbon to Porto
+and a conversation coming back to a topic."""
+
+from __future__ import annotations
+
+from factories import make_passage
+
+from smartsearch_mcp.pipeline.rank import prefer_later_restatements
+from smartsearch_mcp.pipeline.updates import states_a_change
+from smartsearch_mcp.types import Candidate, Scored
+
+
+def test_a_change_is_said_with_a_verb_adverb_or_phrase_of_change() -> None:
+    assert states_a_change("Change of plans: Maya and I moved the February trip to Porto.")
+    assert states_a_change("We upgraded to Django 5.1 this morning")
+    assert states_a_change("they said we can have the back room instead, same price")
+    assert states_a_change("Nopalito cancelled on us")
+    assert states_a_change("I don't play the guitar anymore")
+    assert states_a_change("Helio moved the technical round to April 24")
+    assert not states_a_change("Between a healthier diet and yoga, I'm hoping for some changes.")
+    assert not states_a_change("Those little ones are adorable, any updates on them?")
+    assert not states_a_change("Let me know how it turns out!")
+    assert not states_a_change("We're planning the February trip to Lisbon for a week.")
+    assert not states_a_change("I went hiking with my kids again last weekend, so fun!")
+    assert not states_a_change("The remover was great")  # a word, not its inside
+
+
+def item(turn_id: int, text: str, score: float, session: str, when: str) -> Scored:
+    passage = make_passage(turn_id, text, session_id=session, timestamp=when)
+    return Scored(Candidate(passage, 1.0), score, confidence=score)
+
+
+def ids(items: list[Scored]) -> list[int]:
+    return [s.candidate.passage.turn.id for s in items]
+
+
+SIMILAR = [[1.0, 0.6], [0.6, 1.0]]
+
+
+def test_only_a_later_turn_that_says_something_changed_supersedes() -> None:
+    moved = [
+        item(1, "We're thinking Lisbon for the February trip.", 0.9, "s1", "2026-10-26T19:00"),
+        item(2, "Flights got expensive, so we moved the February trip to Porto.", 0.7, "s3",
+             "2026-11-12T09:00"),
+    ]  # fmt: skip
+    back_again = [
+        item(1, "I love painting sunsets by the lake.", 0.9, "s1", "2023-05-01T10:00"),
+        item(2, "Painted another sunset by the lake last weekend!", 0.7, "s5", "2023-07-01T10:00"),
+    ]
+    assert ids(prefer_later_restatements(moved, SIMILAR, 0.45, needs_change=True)) == [2, 1]
+    assert ids(prefer_later_restatements(back_again, SIMILAR, 0.45, needs_change=True)) == [1, 2]
+    assert ids(prefer_later_restatements(back_again, SIMILAR, 0.45)) == [2, 1]  # similarity alone
+
+
+def test_with_same_speaker_only_a_persons_own_later_statement_supersedes_theirs() -> None:
+    def by(turn_id: int, speaker: str, text: str, score: float, session: str, when: str):
+        passage = make_passage(turn_id, text, session_id=session, timestamp=when, speaker=speaker)
+        return Scored(Candidate(passage, 1.0), score, confidence=score)
+
+    mine = by(1, "Priya", "for my bday dinner lets do Nopalito on june 27", 0.9, "c3", "2026-05-26")
+    moved = by(2, "Priya", "change of plan: Nopalito cancelled, moved to Flour + Water", 0.7,
+               "c4", "2026-06-16")  # fmt: skip
+    theirs = by(3, "Sam", "we moved my dinner with Sam's parents to Nopalito too", 0.7, "c5",
+                "2026-06-20")  # fmt: skip
+    assert ids(prefer_later_restatements([mine, moved], SIMILAR, 0.45, same_speaker=True)) == [
+        2,
+        1,
+    ]
+    assert ids(prefer_later_restatements([mine, theirs], SIMILAR, 0.45, same_speaker=True)) == [
+        1,
+        3,
+    ]
+    assert ids(prefer_later_restatements([mine, theirs], SIMILAR, 0.45)) == [3, 1]
