@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from given_models import GivenModels
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.pipeline.bursts import burst_groups, credit_bursts
@@ -100,7 +101,7 @@ async def test_a_question_matching_words_spread_over_a_burst_recalls_the_whole_b
                 passages={"burst_seconds": burst_seconds},
                 rank={"scorers": ["lexical"], "burst_credit": 1.0},
             )
-            pipeline = RecallPipeline(store, config, _NoModels())  # type: ignore[arg-type]
+            pipeline = RecallPipeline(store, config, GivenModels())  # type: ignore[arg-type]
             ranking = await pipeline.rank("When does Ann start the new job?", SCOPE)
             return [item.candidate.passage.text for item in ranking.scored[:3]]
 
@@ -110,21 +111,3 @@ async def test_a_question_matching_words_spread_over_a_burst_recalls_the_whole_b
         assert alone[0] == "the new job offer fell through"
     finally:
         await store.close()
-
-
-class _NoModels:
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> None:
-        return None
-
-    def get_bi_encoder(self, *, wait: bool = True) -> None:
-        return None
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
-
-    @property
-    def warnings(self) -> list[str]:
-        return []

@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from given_models import GivenModels
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.pipeline.corpus import PassageCache
@@ -37,24 +38,6 @@ class HashEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return HashEmbedder.embed(self, [text])[0]
-
-
-class FakeRegistry:
-    def __init__(self, scorers: dict[str, Any]) -> None:
-        self.scorers = scorers
-        self.warnings: list[str] = []
-
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> Any:
-        return self.scorers.get(kind)
-
-    def get_bi_encoder(self, *, wait: bool = True) -> Any:
-        return self.scorers.get("bi_encoder")
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
 
 
 def _config(**sections: dict[str, Any]) -> Config:
@@ -108,7 +91,7 @@ async def test_recall_writes_nothing_yet_ranks_with_the_vectors_it_computed(stor
         rank={"scorers": ["bi_encoder", "lexical"], "embed_on_recall": 100},
         retrieval={"dense": True},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
     version = await store.data_version()
     result = await pipeline.recall("Where does Clara live?", SCOPE, 1500)
     assert await store.data_version() == version  # no commit: recall is read-only
@@ -136,7 +119,7 @@ class PoisonedEmbedder(HashEmbedder):
 async def test_background_embedding_skips_a_turn_the_model_fails_on_and_goes_on(store, caplog):
     embedder = PoisonedEmbedder()
     config = _config(rank={"scorers": ["bi_encoder", "lexical"]}, retrieval={"dense": True})
-    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": embedder}))  # type: ignore[arg-type]
     await store.remember("ns", "s1", [TurnInput("a poison pill first")])
     await store.remember("ns", "s1", [TurnInput(f"note {i} about the garden") for i in range(5)])
     assert await pipeline.embed_backlog(batch=4) == 5
@@ -167,8 +150,8 @@ async def test_concurrent_recalls_rank_exactly_as_one_recall_alone(store):
     config = _config(rank={"scorers": ["lexical"]})
     alone = {}
     for query in QUERIES:
-        alone[query] = await _ranking_of(RecallPipeline(store, config, FakeRegistry({})), query)  # type: ignore[arg-type]
-    shared = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+        alone[query] = await _ranking_of(RecallPipeline(store, config, GivenModels({})), query)  # type: ignore[arg-type]
+    shared = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     together: dict[str, list[list[Any]]] = {query: [] for query in QUERIES}
 
     async def run(query: str) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 import pytest
+from given_models import GivenModels
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.pipeline.recall import RecallPipeline
@@ -62,24 +63,6 @@ WORDS = (
 NAMES = ["Ann", "Bo", "Clara", "Dev", "Eli", "Fay"]
 
 
-class NoModels:
-    @property
-    def warnings(self) -> list[str]:
-        return []
-
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> None:
-        return None
-
-    def get_bi_encoder(self, *, wait: bool = True) -> None:
-        return None
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
-
-
 def _turns(count: int) -> list[TurnInput]:
     rnd = random.Random(0)
     return [
@@ -109,7 +92,7 @@ async def test_the_event_loop_stays_responsive_while_a_heavy_recall_runs(tmp_pat
             retrieval={"dense": False, "mode": "grep"},
             rank={"scorers": ["lexical"]},
         )
-        pipeline = RecallPipeline(store, config, NoModels())  # type: ignore[arg-type]
+        pipeline = RecallPipeline(store, config, GivenModels())  # type: ignore[arg-type]
         await anyio.to_thread.run_sync(pipeline.token_counter)  # a one-time load, not recall
         lags: list[float] = []
         done = anyio.Event()

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from given_models import GivenModels
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.pipeline.recall import RecallPipeline
@@ -76,28 +77,6 @@ class HashEmbedder:
         return (self.embed(texts) @ self.embed_query(query)).astype(float).tolist()
 
 
-class FakeRegistry:
-    def __init__(self, scorers: dict[str, Any], warnings: Sequence[str] = ()) -> None:
-        self.scorers = scorers
-        self._warnings = list(warnings)
-
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> Any:
-        return self.scorers.get(kind)
-
-    def get_bi_encoder(self, *, wait: bool = True) -> Any:
-        return self.scorers.get("bi_encoder")
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
-
-    @property
-    def warnings(self) -> list[str]:
-        return list(self._warnings)
-
-
 def _config(**sections: dict[str, Any]) -> Config:
     base = {"nlp": {"spacy_models": []}, "retrieval": {"dense": False}}
     for key, values in sections.items():
@@ -145,7 +124,7 @@ async def test_configured_rankers_run_in_parallel_worker_threads(store):
     cross = BarrierScorer("cross_encoder", "biscuit", barrier)
     colbert = BarrierScorer("colbert", "puppy", barrier)
     config = _config(rank={"scorers": ["cross_encoder", "colbert", "lexical"], "max_parallel": 2})
-    registry = FakeRegistry({"cross_encoder": cross, "colbert": colbert})
+    registry = GivenModels({"cross_encoder": cross, "colbert": colbert})
     result = await RecallPipeline(store, config, registry).recall("Biscuit the puppy", SCOPE, 500)  # type: ignore[arg-type]
     assert result.rankers == ["colbert", "cross_encoder", "lexical"], result.warnings
     assert threading.get_ident() not in cross.threads + colbert.threads
@@ -170,7 +149,7 @@ async def test_reply_credit_puts_the_users_turn_ahead_of_the_assistant_reply_ech
 
     async def first_turn(credit: float) -> str:
         config = _config(rank={"scorers": ["cross_encoder"], "reply_credit": credit})
-        pipeline = RecallPipeline(store, config, FakeRegistry({"cross_encoder": sundays}))  # type: ignore[arg-type]
+        pipeline = RecallPipeline(store, config, GivenModels({"cross_encoder": sundays}))  # type: ignore[arg-type]
         result = await pipeline.recall("work-free Sundays", SCOPE, 500)
         return result.passages[0].candidate.passage.turn.role
 
@@ -182,7 +161,7 @@ async def test_the_capacity_limiter_bounds_rankers_running_at_once(store):
     await _fill(store)
     shared = KeywordScorer("x", "biscuit", delay=0.05)
     config = _config(rank={"scorers": ["cross_encoder", "colbert"], "max_parallel": 1})
-    registry = FakeRegistry({"cross_encoder": shared, "colbert": shared})
+    registry = GivenModels({"cross_encoder": shared, "colbert": shared})
     await RecallPipeline(store, config, registry).recall("Biscuit", SCOPE, 500)  # type: ignore[arg-type]
     assert shared.max_active == 1
 
@@ -190,14 +169,14 @@ async def test_the_capacity_limiter_bounds_rankers_running_at_once(store):
 async def test_missing_rankers_degrade_to_the_bi_encoder_then_lexical_with_warnings(store):
     await _fill(store)
     config = _config(rank={"scorers": ["cross_encoder", "colbert"]})
-    with_bi = FakeRegistry({"bi_encoder": HashEmbedder()}, ["Cross-encoder ranker unavailable"])
+    with_bi = GivenModels({"bi_encoder": HashEmbedder()}, ["Cross-encoder ranker unavailable"])
     result = await RecallPipeline(store, config, with_bi).recall("puppy Biscuit", SCOPE, 500)  # type: ignore[arg-type]
     assert result.rankers == ["bi_encoder"]
     assert any("bi-encoder" in w for w in result.warnings)
     assert "Cross-encoder ranker unavailable" in result.warnings
     assert result.passages
 
-    nothing = FakeRegistry({})
+    nothing = GivenModels({})
     result = await RecallPipeline(store, config, nothing).recall("puppy Biscuit", SCOPE, 500)  # type: ignore[arg-type]
     assert result.rankers == ["lexical"]
     assert any("lexical" in w for w in result.warnings)
@@ -207,7 +186,7 @@ async def test_missing_rankers_degrade_to_the_bi_encoder_then_lexical_with_warni
 async def test_a_failing_ranker_is_skipped_and_reported(store):
     await _fill(store)
     config = _config(rank={"scorers": ["cross_encoder", "colbert", "lexical"]})
-    registry = FakeRegistry(
+    registry = GivenModels(
         {"cross_encoder": KeywordScorer("cross_encoder", "biscuit"), "colbert": FailingScorer()}
     )
     result = await RecallPipeline(store, config, registry).recall("Biscuit", SCOPE, 500)  # type: ignore[arg-type]
@@ -222,7 +201,7 @@ async def test_expansion_reports_the_entity_hop_that_added_turns(store):
         retrieval={"max_candidates": 200, "prf_docs": 0},
         expansion={"first_hits": 3, "max_entities": 3, "per_entity": 5},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("Where does Ann's sister Clara live?", SCOPE)
     hop_entities = {h.entity for h in ranking.hops}
     assert "Porto" in hop_entities
@@ -241,7 +220,7 @@ async def test_a_date_in_the_question_raises_turns_said_then(store):
         ],
     )
     config = _config(rank={"scorers": ["lexical"]}, retrieval={"prf_docs": 0})
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     result = await pipeline.recall("What did Ann do in June 2023? hiking", SCOPE, 500)
     assert result.passages[0].candidate.passage.turn.timestamp.startswith("2023-06-10")
 
@@ -251,7 +230,7 @@ async def test_grep_and_indexed_modes_find_the_same_best_turn(store):
     found = []
     for mode in ("grep", "indexed"):
         config = _config(rank={"scorers": ["lexical"]}, retrieval={"mode": mode})
-        pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+        pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
         result = await pipeline.recall("marine biologist", SCOPE, 500)
         found.append(result.passages[0].candidate.passage.turn.text)
     assert found == ["Clara works as a marine biologist."] * 2
@@ -262,7 +241,7 @@ async def test_long_turns_are_ranked_as_passages_that_point_back_to_their_turn(s
     text = f"{filler}. The secret code is tangerine. {filler}."
     (turn_id,) = (await store.remember("ns", "s1", [TurnInput(text, "Ann")])).ids
     config = _config(rank={"scorers": ["lexical"]}, passages={"max_words": 50, "overlap_words": 10})
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     result = await pipeline.recall("tangerine secret code", SCOPE, 200)
     best = result.passages[0].candidate.passage
     assert best.turn.id == turn_id and "tangerine" in best.text
@@ -272,7 +251,7 @@ async def test_long_turns_are_ranked_as_passages_that_point_back_to_their_turn(s
 async def test_candidates_never_exceed_the_configured_maximum(store):
     await store.remember("ns", "s1", [TurnInput(f"hiking trip {i}") for i in range(300)])
     config = _config(rank={"scorers": ["lexical"]}, retrieval={"max_candidates": 50})
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("hiking trip", SCOPE)
     assert len(ranking.candidates) <= 50
     assert ranking.timings_ms.keys() >= {"analyze", "retrieve", "expand", "rank"}
@@ -290,7 +269,7 @@ async def test_places_kept_for_expansion_and_left_unused_go_to_the_next_candidat
         retrieval={"max_candidates": 50},
         expansion={"max_entities": 4, "per_entity": 15},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank(query, SCOPE)
     assert len(ranking.candidates) == 50
     assert ranking.hops == []
@@ -318,7 +297,7 @@ async def test_dense_retrieval_adds_candidates_no_term_matches_and_caches_vector
         retrieval={"dense": dense, "dense_candidates": 1},
     )
     embedder = MountainEmbedder()
-    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": embedder}))  # type: ignore[arg-type]
     query = "Which mountains did they trek in?"  # no word of it is in "We hiked the Alps…"
     ranking = await pipeline.rank(query, SCOPE)
     found = {c.passage.text: c.sources for c in ranking.candidates}
@@ -365,7 +344,7 @@ async def test_a_named_persons_own_turns_get_a_dense_channel_of_their_own(store,
         },
         expansion={"enabled": False},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": TopicEmbedder()}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": TopicEmbedder()}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("What does Ann like to cook?", SCOPE)
 
     texts = [c.passage.turn.text for c in ranking.candidates]
@@ -381,7 +360,7 @@ async def test_no_speaker_channel_when_the_question_names_no_speaker(store):
         rank={"scorers": ["bi_encoder", "lexical"]},
         retrieval={"dense": True, "speaker_candidates": 5},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("Who works as a marine biologist?", SCOPE)
     assert ranking.candidates
     assert not any("speaker_dense" in c.sources for c in ranking.candidates)
@@ -394,7 +373,7 @@ async def test_bm25_ranks_and_adds_candidates_from_the_full_text_index(store):
         retrieval={"bm25_candidates": 3, "max_candidates": 4},
         expansion={"enabled": False},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("marine biologist", SCOPE)
     assert ranking.rankers == ["bm25", "lexical"]
     best = ranking.scored[0]
@@ -406,7 +385,7 @@ async def test_bm25_ranks_and_adds_candidates_from_the_full_text_index(store):
 async def test_bm25_is_no_channel_when_neither_ranking_nor_retrieving_with_it(store, mode):
     await _fill(store)
     config = _config(rank={"scorers": ["lexical"]}, retrieval={"mode": mode, "bm25_candidates": 0})
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("marine biologist", SCOPE)
     assert ranking.candidates
     assert not any("bm25" in c.sources for c in ranking.candidates)
@@ -419,7 +398,7 @@ async def test_a_larger_budget_keeps_proportionally_more_passages(store):
         truncation={"top_k": 10, "max_tokens": 1000},
         expansion={"enabled": False},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("hiking trip", SCOPE)
     assert len(pipeline.truncate(ranking, 1000).passages) == 10
     assert len(pipeline.truncate(ranking, 3000).passages) == 30
@@ -437,7 +416,7 @@ async def test_the_context_ranker_reads_a_reply_with_the_turn_it_answers(store):
     )
     embedder = HashEmbedder()
     config = _config(rank={"scorers": ["context"]}, expansion={"enabled": False})
-    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": embedder}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("Which instrument does Ann play?", SCOPE)
     assert ranking.rankers == ["context"]
     by_text = {s.candidate.passage.text: s.ranker_scores["context"] for s in ranking.scored}
@@ -468,7 +447,7 @@ async def test_the_speaker_ranker_puts_what_a_named_person_said_first(store):
             retrieval={"speaker_bonus": 0.0, "prf_docs": 0},
             expansion={"enabled": False},
         )
-        pipeline = RecallPipeline(store, config, FakeRegistry(scorers))  # type: ignore[arg-type]
+        pipeline = RecallPipeline(store, config, GivenModels(scorers))  # type: ignore[arg-type]
         ranking = await pipeline.rank("Does Bo go running on weekends?", SCOPE)
         ranked[tuple(rankers)] = [s.candidate.passage.turn.speaker for s in ranking.scored]
         assert ranking.rankers == sorted(rankers)
@@ -480,7 +459,7 @@ async def test_the_speaker_ranker_puts_what_a_named_person_said_first(store):
 async def test_the_speaker_prior_alone_never_orders_passages(store):
     await _fill(store)
     config = _config(rank={"scorers": ["speaker"]}, expansion={"enabled": False})
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("Where does Ann's sister Clara live?", SCOPE)
     assert "lexical" in ranking.rankers
     assert ranking.scored[0].candidate.passage.turn.text == "My sister Clara lives in Porto."
@@ -498,7 +477,7 @@ async def test_indexed_mode_leaves_words_common_in_a_large_memory_out_of_the_ind
         retrieval={"mode": "indexed", "prf_docs": 0},
         expansion={"enabled": False},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     everything = await pipeline.rank("garden zebra", SCOPE)
     assert len(everything.candidates) == 61
     monkeypatch.setattr(corpus_module, "PRUNE_FROM_TURNS", 10)
@@ -543,7 +522,7 @@ async def test_a_recall_embeds_at_most_its_budget_and_reports_the_backlog(store,
         retrieval={"dense": True, "mode": mode},
         expansion={"enabled": False},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": embedder}))  # type: ignore[arg-type]
     result = await pipeline.recall("What needs work in the garden?", SCOPE, 1500)
     assert embedder.embedded <= 20
     assert len(result.passages) > 20  # lexical signals still rank every candidate
@@ -567,7 +546,7 @@ async def test_a_backlog_that_fits_the_budget_is_embedded_by_the_recall(store):
         rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 64},
         retrieval={"dense": True},
     )
-    pipeline = RecallPipeline(store, config, FakeRegistry({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": embedder}))  # type: ignore[arg-type]
     result = await pipeline.recall("Where did Bo go hiking?", SCOPE, 1500)
     assert embedder.embedded == 2 * 6  # six passages, plain and with context
     assert result.warnings == []
@@ -585,14 +564,14 @@ async def test_partial_vectors_rank_like_complete_ones_after_the_backlog_is_gone
         rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 10_000},
         retrieval={"dense": True},
     )
-    first = RecallPipeline(store, unlimited, FakeRegistry({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
+    first = RecallPipeline(store, unlimited, GivenModels({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
     expected = await first.rank(query, SCOPE)
     await first.embed_backlog()  # the background stores what the recall embedded
     starved = _config(
         rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 0},
         retrieval={"dense": True},
     )
-    second = RecallPipeline(store, starved, FakeRegistry({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
+    second = RecallPipeline(store, starved, GivenModels({"bi_encoder": HashEmbedder()}))  # type: ignore[arg-type]
     got = await second.rank(query, SCOPE)
     assert [s.candidate.passage.key for s in got.scored] == [
         s.candidate.passage.key for s in expected.scored
@@ -612,7 +591,7 @@ async def test_a_recall_that_meets_a_backlog_wakes_the_background_embedding(stor
         rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 5},
         retrieval={"dense": True},
     )
-    memory = Memory(store, config, FakeRegistry({"bi_encoder": embedder}), "ns")  # type: ignore[arg-type]
+    memory = Memory(store, config, GivenModels({"bi_encoder": embedder}), "ns")  # type: ignore[arg-type]
     async with anyio.create_task_group() as group:
         group.start_soon(memory.index_in_background)
         await anyio.sleep(0.2)  # the start-up catch-up finds nothing
@@ -636,7 +615,7 @@ async def test_a_write_while_a_recall_checks_the_cached_scope_is_seen_not_an_err
     writer = await SQLiteStore.open(tmp_path / "m.db")
     try:
         await writer.remember("ns", "s1", [TurnInput("Ann adopted a puppy.", "Ann")])
-        pipeline = RecallPipeline(reader, _config(rank={"scorers": ["lexical"]}), FakeRegistry({}))  # type: ignore[arg-type]
+        pipeline = RecallPipeline(reader, _config(rank={"scorers": ["lexical"]}), GivenModels({}))  # type: ignore[arg-type]
         assert len((await pipeline.rank("puppy", SCOPE)).candidates) == 1
         fingerprint = reader.scope_fingerprint
 
@@ -666,7 +645,7 @@ async def test_a_cached_scope_is_read_again_only_when_its_own_turns_change(tmp_p
     writer = await SQLiteStore.open(tmp_path / "m.db")
     try:
         first = await writer.remember("ns", "s1", [TurnInput("Ann adopted a puppy.", "Ann")])
-        pipeline = RecallPipeline(reader, _config(rank={"scorers": ["lexical"]}), FakeRegistry({}))  # type: ignore[arg-type]
+        pipeline = RecallPipeline(reader, _config(rank={"scorers": ["lexical"]}), GivenModels({}))  # type: ignore[arg-type]
         reads: list[Scope] = []
         scope_turns = reader.scope_turns
 

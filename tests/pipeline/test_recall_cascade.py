@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from given_models import GivenModels
 from tiny_models import TinyModels
 
 from smartsearch_mcp.config import Config
@@ -70,24 +71,6 @@ class FailingScorer:
         raise RuntimeError("boom")
 
 
-class Registry:
-    def __init__(self, scorers: dict[str, Any]) -> None:
-        self.scorers = scorers
-        self.warnings: list[str] = []
-
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> Any:
-        return self.scorers.get(kind)
-
-    def get_bi_encoder(self, *, wait: bool = True) -> None:
-        return None
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
-
-
 def _config(scorers: Sequence[str], cut: int, **rank: Any) -> Config:
     return Config().with_overrides(
         nlp={"spacy_models": []},
@@ -117,7 +100,7 @@ def tiny(tiny_models: TinyModels) -> dict[str, Any]:
 
 
 async def _rank(store: SQLiteStore, config: Config, scorers: dict[str, Any]) -> Ranking:
-    return await RecallPipeline(store, config, Registry(scorers)).rank(QUERY, SCOPE)  # type: ignore[arg-type]
+    return await RecallPipeline(store, config, GivenModels(scorers)).rank(QUERY, SCOPE)  # type: ignore[arg-type]
 
 
 def _texts(ranking: Ranking) -> list[str]:
@@ -132,7 +115,7 @@ async def test_only_the_first_passs_best_n_reach_the_cross_encoder_and_colbert(
     pipeline = RecallPipeline(
         store,
         _config(["cross_encoder", "colbert", "lexical"], 4),
-        Registry(scorers),  # type: ignore[arg-type]
+        GivenModels(scorers),  # type: ignore[arg-type]
     )
     ranking = await pipeline.rank(QUERY, SCOPE)
     first_pass = await _rank(store, _config(["lexical"], 0), {})
@@ -213,7 +196,7 @@ async def test_truncation_keeps_the_cascades_order_within_the_budget_with_confid
     store: SQLiteStore,
 ) -> None:
     scorers = {"cross_encoder": KeywordScorer("tomatoes")}
-    pipeline = RecallPipeline(store, _config(["cross_encoder", "lexical"], 3), Registry(scorers))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, _config(["cross_encoder", "lexical"], 3), GivenModels(scorers))  # type: ignore[arg-type]
     ranking = await pipeline.rank(QUERY, SCOPE)
 
     whole = pipeline.truncate(ranking, 10_000, alpha=0.0)  # room for all: head, then rest

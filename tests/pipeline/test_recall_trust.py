@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from given_models import GivenModels
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,24 +27,6 @@ COUNTER = get_token_counter("o200k_base")
 NOW = datetime(2026, 11, 30, 18, 0)  # a Monday: "last week" is 23-30 November
 
 
-class NoModels:
-    """No NLP model, no learned ranker: the rule-based analyzer and lexical ranking."""
-
-    warnings: tuple[str, ...] = ()
-
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> None:
-        return None
-
-    def get_bi_encoder(self, *, wait: bool = True) -> None:
-        return None
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
-
-
 def _pipeline(store: SQLiteStore, **truncation: Any) -> RecallPipeline:
     config = Config().with_overrides(
         nlp={"spacy_models": []},
@@ -51,7 +34,7 @@ def _pipeline(store: SQLiteStore, **truncation: Any) -> RecallPipeline:
         rank={"scorers": ["lexical"]},
         truncation=truncation,
     )
-    return RecallPipeline(store, config, NoModels())  # type: ignore[arg-type]
+    return RecallPipeline(store, config, GivenModels())  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from given_models import GivenModels
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.importers.locomo import load_locomo
@@ -24,22 +25,6 @@ pytestmark = pytest.mark.anyio
 
 SLICE = Path(__file__).parents[1] / "fixtures" / "locomo_slice" / "30.json"
 SCOPE = Scope(("ns",))
-
-
-class NoModels:
-    warnings: tuple[str, ...] = ()
-
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> None:
-        return None
-
-    def get_bi_encoder(self, *, wait: bool = True) -> None:
-        return None
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
 
 
 def _config(cache_mb: int, **retrieval: Any) -> Config:
@@ -96,8 +81,8 @@ def _summary(ranking: Ranking) -> tuple[Any, ...]:
     ids=["default", "no-feedback", "few-candidates"],
 )
 async def test_a_streamed_scope_retrieves_exactly_what_the_cached_scope_does(store, retrieval):
-    cached = RecallPipeline(store, _config(10_000, **retrieval), NoModels())  # type: ignore[arg-type]
-    streamed = RecallPipeline(store, _config(0, **retrieval), NoModels())  # type: ignore[arg-type]
+    cached = RecallPipeline(store, _config(10_000, **retrieval), GivenModels())  # type: ignore[arg-type]
+    streamed = RecallPipeline(store, _config(0, **retrieval), GivenModels())  # type: ignore[arg-type]
     assert not isinstance(await cached.corpora.scope_corpus(SCOPE), StreamedScope)
     assert isinstance(await streamed.corpora.scope_corpus(SCOPE), StreamedScope)
     hops = 0
@@ -171,7 +156,7 @@ async def test_cached_scopes_together_stay_within_the_cache_budget(store, monkey
 
     await store.remember("other", "s", [TurnInput("Gina opened a store.")])
     monkeypatch.setattr(corpus_module, "estimated_corpus_mb", lambda turns, chars: 0.6)
-    pipeline = RecallPipeline(store, _config(1), NoModels())  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, _config(1), GivenModels())  # type: ignore[arg-type]
     first = await pipeline.corpora.scope_corpus(SCOPE)
     assert await pipeline.corpora.scope_corpus(SCOPE) is first  # cached
     await pipeline.corpora.scope_corpus(Scope(("other",)))  # 0.6 + 0.6 MB > 1 MB: SCOPE goes

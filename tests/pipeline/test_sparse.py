@@ -5,10 +5,10 @@ recall going on without it."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pytest
+from given_models import GivenModels
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models.splade import SparseVector
@@ -59,30 +59,6 @@ class ExpandingSplade:
         return self.score_encoded(query, [self._vector(t) for t in texts])
 
 
-class Registry:
-    def __init__(self, splade: Any) -> None:
-        self.splade = splade
-
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> Any:
-        return self.splade if kind == "splade" else None
-
-    def get_splade(self, *, wait: bool = True) -> Any:
-        return self.splade
-
-    def get_bi_encoder(self, *, wait: bool = True) -> None:
-        return None
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
-
-    @property
-    def warnings(self) -> list[str]:
-        return [] if self.splade is not None else ["SPLADE ranker unavailable: not installed"]
-
-
 def _config(candidates: int = 10, scorers: tuple[str, ...] = ("lexical", "splade")) -> Config:
     return Config().with_overrides(
         nlp={"spacy_models": []},
@@ -120,7 +96,7 @@ def test_the_sparse_matrix_scores_every_passage_by_its_dot_product() -> None:
 
 
 async def test_the_splade_channel_finds_a_passage_no_query_word_matches(store) -> None:
-    pipeline = RecallPipeline(store, _config(), Registry(ExpandingSplade()))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, _config(), GivenModels({"splade": ExpandingSplade()}))  # type: ignore[arg-type]
     result = await pipeline.recall("Who has a pet?", SCOPE, 500)
     assert result.passages, result.warnings
     assert "puppy" in result.passages[0].candidate.passage.text
@@ -128,7 +104,9 @@ async def test_the_splade_channel_finds_a_passage_no_query_word_matches(store) -
 
 
 async def test_without_the_channel_grep_alone_finds_nothing_for_that_question(store) -> None:
-    pipeline = RecallPipeline(store, _config(candidates=0), Registry(ExpandingSplade()))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(
+        store, _config(candidates=0), GivenModels({"splade": ExpandingSplade()})
+    )  # type: ignore[arg-type]
     result = await pipeline.recall("Who has a pet?", SCOPE, 500)
     assert not any("puppy" in p.candidate.passage.text for p in result.passages)
 
@@ -137,7 +115,7 @@ async def test_document_vectors_are_stored_in_the_background_under_the_models_ke
     store,
 ) -> None:
     splade = ExpandingSplade()
-    pipeline = RecallPipeline(store, _config(), Registry(splade))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, _config(), GivenModels({"splade": splade}))  # type: ignore[arg-type]
     assert await pipeline.embedding_backlog() == 3
     assert await pipeline.embed_backlog() == 3
     assert await pipeline.embedding_backlog() == 0
@@ -147,7 +125,7 @@ async def test_document_vectors_are_stored_in_the_background_under_the_models_ke
     expected = splade.encode_query("Ann: I adopted a puppy called Biscuit.")  # ranking text
     assert SparseVector.from_bytes(stored[(1, 0)]).indices.tolist() == expected.indices.tolist()
     before = splade.encoded_documents
-    fresh = RecallPipeline(store, _config(), Registry(splade))  # type: ignore[arg-type]
+    fresh = RecallPipeline(store, _config(), GivenModels({"splade": splade}))  # type: ignore[arg-type]
     result = await fresh.recall("Who has a pet?", SCOPE, 500)
     assert "puppy" in result.passages[0].candidate.passage.text
     assert splade.encoded_documents == before  # the recall encoded only the query
@@ -155,7 +133,7 @@ async def test_document_vectors_are_stored_in_the_background_under_the_models_ke
 
 async def test_a_recall_keeps_what_it_encoded_for_the_background_to_store(store) -> None:
     splade = ExpandingSplade()
-    pipeline = RecallPipeline(store, _config(), Registry(splade))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, _config(), GivenModels({"splade": splade}))  # type: ignore[arg-type]
     await pipeline.recall("Who has a pet?", SCOPE, 500)
     assert await store.get_embeddings(splade.model_id, [(1, 0)]) == {}  # recall never writes
     assert await pipeline.embed_backlog() == 3  # the recall's vectors, stored now
@@ -163,7 +141,9 @@ async def test_a_recall_keeps_what_it_encoded_for_the_background_to_store(store)
 
 
 async def test_recall_answers_without_splade_and_says_why(store) -> None:
-    pipeline = RecallPipeline(store, _config(), Registry(None))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(
+        store, _config(), GivenModels({}, ["SPLADE ranker unavailable: not installed"])
+    )  # type: ignore[arg-type]
     result = await pipeline.recall("Where does Clara live?", SCOPE, 500)
     assert "Porto" in result.passages[0].candidate.passage.text
     assert "splade" not in result.rankers
@@ -171,7 +151,9 @@ async def test_recall_answers_without_splade_and_says_why(store) -> None:
 
 
 async def test_splade_alone_is_a_learned_ranker_the_bi_encoder_does_not_replace(store) -> None:
-    pipeline = RecallPipeline(store, _config(scorers=("splade",)), Registry(ExpandingSplade()))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(
+        store, _config(scorers=("splade",)), GivenModels({"splade": ExpandingSplade()})
+    )  # type: ignore[arg-type]
     result = await pipeline.recall("Who has a pet?", SCOPE, 500)
     assert result.rankers == ["splade"]
     assert not any("ranked with the bi-encoder" in w for w in result.warnings)
@@ -199,7 +181,7 @@ class PoisonedSplade(ExpandingSplade):
 
 
 async def test_background_encoding_skips_a_turn_splade_fails_on_and_goes_on(store, caplog):
-    pipeline = RecallPipeline(store, _config(), Registry(PoisonedSplade()))  # type: ignore[arg-type]
+    pipeline = RecallPipeline(store, _config(), GivenModels({"splade": PoisonedSplade()}))  # type: ignore[arg-type]
     await store.remember("ns", "s2", [TurnInput("a poison pill"), TurnInput("a kitten naps")])
 
     assert await pipeline.embed_backlog(batch=2) == 4  # the three turns and the kitten

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from given_models import GivenModels
 from tiny_models import TinyModels
 
 from smartsearch_mcp.config import Config
@@ -29,24 +30,6 @@ TURNS = [
     TurnInput("caroline lives in berlin with her dog", "Bo"),
     TurnInput("where is the adoption agency", "Ann"),
 ]
-
-
-class Registry:
-    def __init__(self, scorers: dict[str, Any]) -> None:
-        self.scorers = scorers
-        self.warnings: list[str] = []
-
-    def get_nlp(self, *, wait: bool = True) -> None:
-        return None
-
-    def get_scorer(self, kind: str, *, wait: bool = True) -> Any:
-        return self.scorers.get(kind)
-
-    def get_bi_encoder(self, *, wait: bool = True) -> None:
-        return None
-
-    def start_loading(self, kinds: object) -> None:
-        pass  # the scorers are given, nothing loads
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +86,7 @@ async def test_precomputed_token_vectors_give_the_scores_of_encoding_at_query_ti
     tmp_path: Path, colbert: ColbertScorer
 ) -> None:
     store = await _store(tmp_path)
-    registry = Registry({"colbert": colbert})
+    registry = GivenModels({"colbert": colbert})
     try:
         at_query_time = await _colbert_scores(RecallPipeline(store, _config(), registry))
         indexed = RecallPipeline(store, _config(), registry)
@@ -129,7 +112,7 @@ async def test_recall_keeps_what_it_encoded_for_the_background_and_writes_nothin
     tmp_path: Path, colbert: ColbertScorer
 ) -> None:
     store = await _store(tmp_path)
-    pipeline = RecallPipeline(store, _config(), Registry({"colbert": colbert}))
+    pipeline = RecallPipeline(store, _config(), GivenModels({"colbert": colbert}))
     woken: list[bool] = []
     pipeline.on_backlog = lambda: woken.append(True)
     try:
@@ -153,7 +136,7 @@ async def test_a_recall_encodes_at_most_its_budget_and_says_colbert_left_the_res
     tmp_path: Path, colbert: ColbertScorer
 ) -> None:
     store = await _store(tmp_path)
-    pipeline = RecallPipeline(store, _config(embed_on_recall=2), Registry({"colbert": colbert}))
+    pipeline = RecallPipeline(store, _config(embed_on_recall=2), GivenModels({"colbert": colbert}))
     try:
         ranking = await pipeline.rank(QUERY, SCOPE)
 
@@ -172,7 +155,7 @@ async def test_with_no_token_vectors_and_no_budget_colbert_sits_out_and_lexical_
     tmp_path: Path, colbert: ColbertScorer
 ) -> None:
     store = await _store(tmp_path)
-    pipeline = RecallPipeline(store, _config(embed_on_recall=0), Registry({"colbert": colbert}))
+    pipeline = RecallPipeline(store, _config(embed_on_recall=0), GivenModels({"colbert": colbert}))
     try:
         ranking = await pipeline.rank(QUERY, SCOPE)
 
