@@ -127,18 +127,13 @@ def _export(
             sample = tokenizer(["a question"] * 2, ["a passage", "another"], padding=True)
             inputs = tuple(torch.tensor(sample[name]) for name in names)
             axes = {name: {0: "batch", 1: "tokens"} for name in names}
-            with warnings.catch_warnings(), torch.no_grad():
-                warnings.simplefilter("ignore")  # the tracer's notes on transformers' code
-                torch.onnx.export(
-                    _logits_module(network, names, torch),
-                    inputs,
-                    str(plain),
-                    input_names=names,
-                    output_names=["logits"],
-                    dynamic_axes={**axes, "logits": {0: "batch"}},
-                    opset_version=OPSET,
-                    dynamo=False,
-                )
+            trace_to_onnx(
+                _logits_module(network, names, torch),
+                inputs,
+                plain,
+                {**axes, "logits": {0: "batch"}},
+                torch,
+            )
         if precision == "int8":
             quantization = importer("onnxruntime.quantization")
             quiet = _DropAdvice()  # the quantizer's advice for image models, on the root logger
@@ -157,6 +152,26 @@ def _export(
         log.info("exported the cross-encoder to ONNX (%s) in %s", precision, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def trace_to_onnx(
+    module: Any, inputs: tuple[Any, ...], path: Path, axes: dict[str, dict[int, str]], torch: Any
+) -> None:
+    """Export `module` to `path` with torch's tracing exporter at `OPSET`: its inputs and
+    then its one output are named as `axes` lists them, with those dynamic axes."""
+    names = list(axes)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the tracer's notes on transformers' code
+        torch.onnx.export(
+            module,
+            inputs,
+            str(path),
+            input_names=names[:-1],
+            output_names=names[-1:],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
 
 class _DropAdvice(logging.Filter):

@@ -28,7 +28,6 @@ import os
 import tempfile
 import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from smartsearch_mcp.models.imports import quiet_loading_bars
-from smartsearch_mcp.models.onnx import OPSET
+from smartsearch_mcp.models.onnx import trace_to_onnx
 
 log = logging.getLogger(__name__)
 
@@ -236,18 +235,13 @@ def _export_for_later(model: Any, exported: Path, torch: Any, importer: Any) -> 
     try:
         sample = torch.ones((2, 8), dtype=torch.long)
         axes = {0: "batch", 1: "tokens"}
-        with warnings.catch_warnings(), torch.no_grad():
-            warnings.simplefilter("ignore")  # the tracer's notes on transformers' code
-            torch.onnx.export(
-                _tokens_module(model, torch),
-                (sample, sample),
-                work,
-                input_names=["input_ids", "attention_mask"],
-                output_names=["tokens"],
-                dynamic_axes={"input_ids": axes, "attention_mask": axes, "tokens": axes},
-                opset_version=OPSET,
-                dynamo=False,
-            )
+        trace_to_onnx(
+            _tokens_module(model, torch),
+            (sample, sample),
+            Path(work),
+            {"input_ids": axes, "attention_mask": axes, "tokens": axes},
+            torch,
+        )
         os.replace(work, exported)
         log.info(
             "exported the bi-encoder to ONNX in %.1f s (%s): later processes load it without torch",
