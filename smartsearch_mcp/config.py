@@ -173,7 +173,7 @@ class PassageConfig(Section):
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "int8")  # models.precision (see models/precision.py)
-CROSS_ENCODER_BACKENDS = ("torch", "onnx")  # models.cross_encoder_backend (models/onnx.py)
+CROSS_ENCODER_BACKENDS = ("torch", "onnx", "auto")  # models.cross_encoder_backend (models/onnx.py)
 
 
 @dataclass(frozen=True)
@@ -194,8 +194,10 @@ class ModelsConfig(Section):
     # Cross-encoder and ColBERT arithmetic: "auto" (bf16 where the CPU has native bf16,
     # else fp32), "fp32", "bf16", or "int8" (dynamic quantization; opt-in).
     precision: str = setting("auto", choices=PRECISIONS)
-    # The cross-encoder's runtime: "torch", or "onnx" (ONNX Runtime; int8 unless precision is
-    # "fp32"; needs the onnx extra, else torch with a warning). See docs/bench/rankers.md.
+    # The cross-encoder's runtime: "torch", "onnx" (ONNX Runtime; int8 unless precision is
+    # "fp32"; needs the onnx extra, else torch with a warning), or "auto" (ONNX Runtime int8
+    # when onnxruntime and onnx are installed and precision is auto/int8, else torch: the
+    # default preset's choice). See docs/bench/rankers.md.
     cross_encoder_backend: str = setting("torch", choices=CROSS_ENCODER_BACKENDS)
 
     def check(self) -> None:

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import numpy as np
@@ -46,7 +46,12 @@ from smartsearch_mcp.config import Config
 from smartsearch_mcp.models.precision import resolve_precision
 from smartsearch_mcp.models.registry import ModelRegistry, configure_torch
 from smartsearch_mcp.models.resolve import ModelLocation, find_package_model
-from smartsearch_mcp.models.scorers import ColbertScorer, CrossEncoderScorer, maxsim
+from smartsearch_mcp.models.scorers import (
+    ColbertScorer,
+    CrossEncoderBackend,
+    CrossEncoderScorer,
+    maxsim,
+)
 from smartsearch_mcp.pipeline.rank import run_scorers
 from smartsearch_mcp.pipeline.token_vectors import CandidateTokens, pack_tokens, unpack_tokens
 from smartsearch_mcp.types import InputError
@@ -175,9 +180,14 @@ def run(
 ) -> dict[str, Any]:
     """Build the models, time both ways (and a whole recall over `questions` LoCoMo
     questions, 0: none), and return the summary (see the module doc)."""
+    import importlib
+
     import torch
 
     from smartsearch_mcp.bench.whole_recall import locomo_folder, time_whole_recall
+    from smartsearch_mcp.models.imports import quiet_loading_bars
+
+    quiet_loading_bars(importlib.import_module)  # transformers' bars on every load and save
 
     scorers = config.rank.scorers
     ce_shape = (
@@ -201,13 +211,13 @@ def run(
         progress("timing the naive way (fp32, library defaults, one after the other)")
         naive = _time_naive(paths, pairs, cores)
         progress(f"timing recall's way ({chosen}, ColBERT documents as stored)")
-        fast = _time_recall_way(paths, pairs, chosen, config, parallel, cores, progress)
+        fast = _time_recall_way(paths, pairs, requested, config, parallel, cores, progress)
         locomo = locomo_folder(data)
         if questions > 0 and locomo is not None:
             whole = anyio.run(
                 functools.partial(
                     time_whole_recall,
-                    config.with_overrides(models={"precision": chosen}),
+                    config.with_overrides(models={"precision": requested}),
                     paths,
                     locomo,
                     questions=questions,
@@ -236,6 +246,8 @@ def run(
             if shape is not None
         },
         "precision": chosen,
+        # what the cross-encoder runs on (models.cross_encoder_backend "auto": ONNX int8)
+        "cross_encoder_runtime": fast.get("cross_encoder_runtime"),
         "colbert_documents": "stored at write time (float16), read back as recall does",
         "naive_precision": "fp32",
         "threads": {"per_ranker": fast["threads"], "naive": cores, "cores": cores},
@@ -309,11 +321,16 @@ def format_summary(summary: dict[str, Any]) -> str:
         "| | threads per ranker | p50 ms | p95 ms | cross-encoder p50 | ColBERT p50 |",
         "|---|---:|---:|---:|---:|---:|",
     ]
+    runtime = summary.get("cross_encoder_runtime") or {}
     for name, layout in summary["thread_layouts"].items():
         how = "in parallel" if layout["parallel"] else "one after the other"
         mark = " (recall's way)" if name == "recall" else ""
         if name.endswith("onnx_int8"):
             how += ", cross-encoder on ONNX Runtime int8"
+        elif name.startswith("recall_torch"):
+            how += f", cross-encoder on torch {name.rsplit('_', 1)[-1]}"
+        elif runtime.get("backend") == "onnxruntime":
+            how += f", cross-encoder on ONNX Runtime {runtime['precision']}"
         rows.append(
             f"| {summary['precision']}, {how}{mark} | {layout['threads_per_ranker']} | "
             f"{layout['rank_p50_ms']:.0f} | {layout['rank_p95_ms']:.0f} | "
@@ -430,24 +447,30 @@ def _time_recall_way(
     threads = configure_torch(config.models.torch_threads, parallel_scorers=parallel)
     batch = config.models.batch_size
     cross = colbert = None
-    if "cross_encoder" in paths:
+
+    def load_cross(backend: str, precision: str) -> CrossEncoderScorer:
         location = ModelLocation(
             str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"
         )
-        cross = CrossEncoderScorer.load(
+        return CrossEncoderScorer.load(
             location,
             batch_size=batch,
             precision=precision,
-            backend="onnx" if config.models.cross_encoder_backend == "onnx" else "torch",
+            backend=cast(CrossEncoderBackend, backend),
             threads=threads,
             onnx_cache=paths["cross_encoder"].parent / "onnx",
         )
+
+    out: dict[str, Any] = {"threads": threads, "layouts": {}}
+    if "cross_encoder" in paths:
+        cross = load_cross(config.models.cross_encoder_backend, precision)
+        out["cross_encoder_runtime"] = {"backend": cross.backend, "precision": cross.precision}
+    precision = resolve_precision(precision, config.models.device)
     if "colbert" in paths:
         location = ModelLocation(str(paths["colbert"]), str(paths["colbert"]), "directory")
         colbert = ColbertScorer.load(
             location, batch_size=batch, precision=precision, backend="sentence_transformers"
         )
-    out: dict[str, Any] = {"threads": threads, "layouts": {}}
     documents: list[list[np.ndarray | None]] = []
     if colbert is not None:  # what the background indexing does once per passage
         colbert.threads = cores
@@ -474,21 +497,22 @@ def _time_recall_way(
         out["layouts"][name] = _layout_summary(per_ranker, at_once, times)
         if name == "recall":
             out.update(times)
+    # The other runtime of the cross-encoder, timed as recall runs it: ONNX Runtime int8
+    # when recall's is torch, torch (at `precision`) when recall's is ONNX Runtime.
+    other: CrossEncoderScorer | None = None
     if cross is not None and cross.backend == "torch" and _onnx_installed():
         progress(f"  recall, cross-encoder on ONNX Runtime int8: {threads} thread(s)")
-        onnx = CrossEncoderScorer.load(
-            ModelLocation(str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"),
-            batch_size=batch,
-            precision="int8",
-            backend="onnx",
-            threads=threads,
-            onnx_cache=paths["cross_encoder"].parent / "onnx",
-        )
+        other, row = load_cross("onnx", "int8"), "recall_onnx_int8"
+    elif cross is not None and cross.backend == "onnxruntime":
+        progress(f"  recall, cross-encoder on torch {precision}: {threads} thread(s)")
+        other, row = load_cross("torch", precision), f"recall_torch_{precision}"
+    if cross is not None and other is not None:
         if colbert is not None:
             colbert.threads = threads
-        times = _time_layout(onnx, colbert, pairs, documents, True, config)
-        out["layouts"]["recall_onnx_int8"] = _layout_summary(threads, True, times)
-        out["onnx_cross_encoder"] = _agreement(cross, onnx, pairs)
+        times = _time_layout(other, colbert, pairs, documents, True, config)
+        out["layouts"][row] = _layout_summary(threads, True, times)
+        torch_scorer, onnx_scorer = (cross, other) if other.backend != "torch" else (other, cross)
+        out["onnx_cross_encoder"] = _agreement(torch_scorer, onnx_scorer, pairs)
     return out
 
 

@@ -24,6 +24,7 @@ from smartsearch_mcp.models.scorers import (
     BiEncoderScorer,
     ColbertBackend,
     ColbertScorer,
+    CrossEncoderBackend,
     CrossEncoderScorer,
     Importer,
 )
@@ -277,7 +278,7 @@ class ModelRegistry:
             scorer = CrossEncoderScorer.load(
                 location,
                 precision=self.models.precision,
-                backend="onnx" if self.models.cross_encoder_backend == "onnx" else "torch",
+                backend=cast(CrossEncoderBackend, self.models.cross_encoder_backend),
                 threads=self._threads,
                 **common,
             )

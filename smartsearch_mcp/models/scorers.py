@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 Importer = Callable[[str], Any]
 ColbertBackend = Literal["auto", "pylate", "sentence_transformers"]
-CrossEncoderBackend = Literal["torch", "onnx"]
+CrossEncoderBackend = Literal["torch", "onnx", "auto"]
 
 
 # The cross-encoder's batches: at most `batch_size` pairs and about this many tokens
@@ -92,8 +92,12 @@ class CrossEncoderScorer:
         """Load a cross-encoder with one output (e.g. an MS MARCO reranker) to run at
         `precision` (see `models.precision`) on torch or, with `backend="onnx"`, on ONNX
         Runtime (`models.onnx`: int8 unless fp32 is asked for; torch when onnxruntime is
-        not installed, with a warning)."""
+        not installed, with a warning). `backend="auto"`: ONNX Runtime int8 on a CPU when
+        onnxruntime and onnx are installed and precision is "auto" or "int8", else torch
+        (no warning: torch is then the choice)."""
         torch = importer("torch")
+        if backend == "auto":
+            backend = "onnx" if _onnx_fits(device, precision, importer) else "torch"
         sentence_transformers = importer("sentence_transformers")
         model = sentence_transformers.CrossEncoder(
             location.path, device=device, local_files_only=location.local_files_only
@@ -450,6 +454,19 @@ def _onnx_classifier(
             exc.name,
         )
         return None
+
+
+def _onnx_fits(device: str, precision: str, importer: Importer) -> bool:
+    """Whether `backend="auto"` runs the cross-encoder on ONNX Runtime: int8 (or auto) on a
+    CPU, with onnxruntime and onnx importable."""
+    if device != "cpu" or precision not in ("auto", "int8"):
+        return False
+    try:
+        importer("onnxruntime")
+        importer("onnx")
+    except ImportError:
+        return False
+    return True
 
 
 def use_threads(torch: Any, threads: int | None) -> None:

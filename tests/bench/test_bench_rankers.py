@@ -74,10 +74,33 @@ def test_the_json_summary_times_both_ways_with_the_configured_shapes(
     assert without["questions"] == 3 and without["recall_p50_ms"] > 0
     assert summary["recall_without_cascade_p50_ms"] == without["recall_p50_ms"]
     assert 0 < whole["recall_rank_stage_p50_ms"] <= whole["recall_rank_stage_p95_ms"]
+    # each stage of recall, as recall times it
+    assert {"analyze", "retrieve", "rank", "rank.cross_encoder"} <= set(whole["stage_p50_ms"])
+    assert summary["cross_encoder_runtime"] == {"backend": "torch", "precision": "fp32"}
     # each passage stores an 8-byte header and at least one 16-dim float16 token
     assert summary["colbert_bytes_per_turn"] >= 8 + 32
     assert summary["db_growth_per_turn_bytes"] > 0
     assert summary["load_average"]["before"]
+
+
+def test_with_the_cross_encoder_on_onnx_runtime_torch_is_the_compared_row(
+    small_shapes: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    auto = small_shapes.with_overrides(models={"precision": "auto"})  # the default preset's
+    argv = ["rankers", "--json", "--candidates", "6", "--repeats", "3", "--questions", "0"]
+
+    assert run_bench([*argv, "--data", str(FIXTURES)], auto, "test") == 0
+
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["cross_encoder_runtime"] == {"backend": "onnxruntime", "precision": "int8"}
+    torch_rows = [name for name in summary["thread_layouts"] if name.startswith("recall_torch")]
+    assert len(torch_rows) == 1 and "recall_onnx_int8" not in summary["thread_layouts"]
+    agreement = summary["onnx_cross_encoder"]
+    assert agreement["backend"] == "onnxruntime" and agreement["precision"] == "int8"
+    assert agreement["reference_precision"] in ("bf16", "fp32")
+    assert -1 <= agreement["mean_spearman"] <= 1
 
 
 def test_the_shapes_of_the_default_preset_are_known() -> None:

@@ -15,6 +15,7 @@ from tiny_models import TinyModels, spearman
 
 from smartsearch_mcp.config import ConfigError, ModelsConfig
 from smartsearch_mcp.models import CrossEncoderScorer, ModelLocation, ModelRegistry
+from smartsearch_mcp.models.onnx import INT8_FILE
 from smartsearch_mcp.models.registry import describe_runtime
 
 pytest.importorskip("onnxruntime")
@@ -71,7 +72,7 @@ def test_the_export_is_made_once_and_reused(tiny_models: TinyModels, onnx_cache:
 
     again = CrossEncoderScorer.load(_location(tiny_models), precision="int8", backend="onnx")
 
-    assert set(stamps) == {"model.onnx", "model.int8.onnx"}
+    assert set(stamps) == {"model.onnx", INT8_FILE}
     assert {p.name: p.stat().st_mtime_ns for p in exported.iterdir()} == stamps
     assert again.backend == "onnxruntime"
     assert not [p for p in onnx_cache.iterdir() if p.name.startswith(".export-")]
@@ -112,3 +113,86 @@ def test_the_registry_reports_the_onnx_backend_and_its_precision(
 def test_bf16_with_the_onnx_backend_is_a_config_error_naming_the_key() -> None:
     with pytest.raises(ConfigError, match=r"models\.precision.*ONNX Runtime"):
         ModelsConfig(cross_encoder_backend="onnx", precision="bf16")
+
+
+def test_an_int8_file_quantized_per_tensor_before_is_replaced_not_reused(
+    tiny_models: TinyModels, onnx_cache: Path
+) -> None:
+    CrossEncoderScorer.load(_location(tiny_models), precision="fp32", backend="onnx")
+    [exported] = list(onnx_cache.iterdir())
+    (exported / "model.int8.onnx").write_bytes(b"not the per-channel model")
+
+    scorer = CrossEncoderScorer.load(_location(tiny_models), precision="int8", backend="onnx")
+
+    assert {p.name for p in exported.iterdir()} == {"model.onnx", INT8_FILE}
+    assert len(scorer.score(QUERY, TEXTS)) == len(TEXTS)
+
+
+def test_the_int8_weights_are_quantized_per_output_channel(
+    tiny_models: TinyModels, onnx_cache: Path
+) -> None:
+    import onnx
+
+    CrossEncoderScorer.load(_location(tiny_models), precision="int8", backend="onnx")
+    [exported] = list(onnx_cache.iterdir())
+    graph = onnx.load(str(exported / INT8_FILE)).graph
+
+    shapes = {i.name: list(i.dims) for i in graph.initializer}
+    matrices = {
+        name.removesuffix("_quantized"): dims
+        for name, dims in shapes.items()
+        if name.endswith("_quantized") and len(dims) == 2 and "MatMul" in name
+    }
+    # every quantized weight matrix of a MatMul has one scale per output column
+    assert len(matrices) >= 12  # the tiny BERT's attention and feed-forward weights
+    assert all(shapes[f"{name}_scale"] == [dims[1]] for name, dims in matrices.items())
+
+
+def test_auto_runs_int8_on_onnx_runtime_when_it_is_installed(
+    tiny_models: TinyModels, onnx_cache: Path
+) -> None:
+    reference = CrossEncoderScorer.load(_location(tiny_models), precision="fp32")
+
+    scorer = CrossEncoderScorer.load(_location(tiny_models), precision="auto", backend="auto")
+
+    assert (scorer.backend, scorer.precision) == ("onnxruntime", "int8")
+    assert spearman(reference.score(QUERY, TEXTS), scorer.score(QUERY, TEXTS)) >= 0.9
+
+
+@pytest.mark.parametrize("missing", ["onnxruntime", "onnx"])
+def test_auto_without_onnx_runtime_runs_on_torch_and_warns_nothing(
+    tiny_models: TinyModels,
+    onnx_cache: Path,
+    caplog: pytest.LogCaptureFixture,
+    missing: str,
+) -> None:
+    def importer(name: str) -> Any:
+        if name == missing or name.startswith(missing + "."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return importlib.import_module(name)
+
+    scorer = CrossEncoderScorer.load(
+        _location(tiny_models), precision="auto", backend="auto", importer=importer
+    )
+
+    assert scorer.backend == "torch"
+    assert "pip install" not in caplog.text
+    assert not onnx_cache.exists()
+
+
+@pytest.mark.parametrize(("precision", "expected"), [("fp32", "fp32"), ("bf16", "bf16")])
+def test_auto_with_a_float_precision_asked_for_runs_on_torch(
+    tiny_models: TinyModels, onnx_cache: Path, precision: str, expected: str
+) -> None:
+    scorer = CrossEncoderScorer.load(_location(tiny_models), precision=precision, backend="auto")
+
+    assert (scorer.backend, scorer.precision) == ("torch", expected)
+
+
+def test_the_default_preset_runs_its_cross_encoder_on_auto() -> None:
+    from smartsearch_mcp.config import Config
+
+    config = Config.load("default")
+
+    assert config.models.cross_encoder_backend == "auto"
+    assert ModelsConfig(cross_encoder_backend="auto", precision="bf16").precision == "bf16"
