@@ -2,7 +2,10 @@
 
 `render_recall` is the `recall` tool's text content (and the CLI's output): a summary line,
 passages grouped by session in time order under a heading with the session's dates, each
-passage on a line with its time, speaker and turn id, then multi-hop notes and warnings.
+passage on a line with its speaker and turn id, then multi-hop notes and warnings. A line
+starts with its time of day when that differs from the line above it under the same
+heading (as chat logs show it): turns stamped with their session's time (imports, LoCoMo)
+show it once per heading, not on every line — about a tenth of a LoCoMo recall's tokens.
 `RenderedCost` prices that text while truncation chooses passages, so that `max_tokens`
 bounds what goes into the model's context, not only the passages' own words.
 """
@@ -65,14 +68,14 @@ def session_heading(session_id: str, namespace: str | None, day: str) -> str:
     return f"\n## Session {session_id}{where} — {day or 'undated'}"
 
 
-def passage_line(scored: Scored) -> str:
-    """One passage as the agent reads it: time of day (the heading has the date), speaker,
-    turn id, text."""
+def passage_line(scored: Scored, show_clock: bool = True) -> str:
+    """One passage as the agent reads it: time of day (the heading has the date; left out
+    when `show_clock` is False), speaker, turn id, text."""
     passage = scored.candidate.passage
     turn = passage.turn
     who = turn.speaker or turn.role
-    clock = (turn.timestamp or "")[11:16]
-    when = f"[{clock}] " if clock else ""
+    clock = _clock(turn.timestamp)
+    when = f"[{clock}] " if clock and show_clock else ""
     return f"{when}{who} (turn {turn.id}): {passage.text}"
 
 
@@ -115,10 +118,13 @@ def render_recall(
         many_namespaces = len({namespace for namespace, _, _ in groups}) > 1
         for (namespace, session_id, day), items in ordered:
             lines.append(session_heading(session_id, namespace if many_namespaces else None, day))
+            shown: str | None = None  # the time of day on the line above, under this heading
             for scored in sorted(
                 items, key=lambda s: (s.candidate.passage.turn.position, s.candidate.passage.start)
             ):
-                lines.append(passage_line(scored))
+                clock = _clock(scored.candidate.passage.turn.timestamp)
+                lines.append(passage_line(scored, show_clock=clock != shown))
+                shown = clock
     if passages:  # the turns multi-hop notes point to are among them
         lines.extend(hop_line(hop) for hop in hops)
     lines.extend(warning_line(warning) for warning in warnings)
@@ -128,9 +134,10 @@ def render_recall(
 @dataclass
 class RenderedCost:
     """Prices passages by the text they add to a recall (see `render_recall`), as truncation
-    adds them one by one: the passage's line, and its heading when it opens a day of a
-    session. `fixed` is what the text holds whatever is
-    kept: the first line (at its longest), multi-hop notes and warnings.
+    adds them one by one: the passage's line (with its time of day unless a kept passage under
+    the same heading has that time), and its heading when it opens a day of a session.
+    `fixed` is what the text holds whatever is kept: the first line (at its longest),
+    multi-hop notes and warnings.
 
     Line by line counts can differ from counting the whole text by a token here and there;
     truncation checks the whole rendered text at the end (see `truncate_to_budget`).
@@ -141,7 +148,8 @@ class RenderedCost:
     rankers: Sequence[str]
     hops: Sequence[Hop] = ()
     warnings: Sequence[str] = ()
-    _groups: set[tuple[str, str, str]] = field(default_factory=set)
+    # each kept heading (namespace, session, day) -> the times of day of its kept passages
+    _groups: dict[tuple[str, str, str], set[str]] = field(default_factory=dict)
 
     def fixed(self, max_tokens: int) -> int:
         """Tokens the text holds whatever passages are kept."""
@@ -161,16 +169,19 @@ class RenderedCost:
     def cost(self, scored: Scored) -> int:
         """What adding `scored` to the kept passages adds to the text (not yet recorded)."""
         turn = scored.candidate.passage.turn
-        tokens = self.counter.count("\n" + passage_line(scored))
         day = _day(turn.timestamp)
-        if (turn.namespace, turn.session_id, day) not in self._groups:
+        clocks = self._groups.get((turn.namespace, turn.session_id, day))
+        show_clock = clocks is None or _clock(turn.timestamp) not in clocks
+        tokens = self.counter.count("\n" + passage_line(scored, show_clock))
+        if clocks is None:
             tokens += self.counter.count(session_heading(turn.session_id, turn.namespace, day))
         return tokens
 
     def add(self, scored: Scored) -> None:
         """Record that `scored` was kept."""
         turn = scored.candidate.passage.turn
-        self._groups.add((turn.namespace, turn.session_id, _day(turn.timestamp)))
+        key = (turn.namespace, turn.session_id, _day(turn.timestamp))
+        self._groups.setdefault(key, set()).add(_clock(turn.timestamp))
 
     def total(self, kept: Sequence[Scored], max_tokens: int) -> int:
         """Tokens of the whole text for `kept`, counted as rendered (the summary line with
@@ -183,3 +194,8 @@ class RenderedCost:
 
 def _day(timestamp: str | None) -> str:
     return (timestamp or "")[:10]
+
+
+def _clock(timestamp: str | None) -> str:
+    """The time of day of a stored timestamp, HH:MM ("" without one)."""
+    return (timestamp or "")[11:16]
