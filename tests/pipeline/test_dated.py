@@ -1,0 +1,108 @@
+"""Which passages a question's time range holds (`DateWindow`), and the date channel: the
+passages inside, best by lexical score, dense similarity, then the latest, filling a quota
+and taking no part in fusion."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+from factories import make_passage
+from hypothesis import given
+from hypothesis import strategies as st
+
+from smartsearch_mcp.dates import DateRange
+from smartsearch_mcp.pipeline.dated import (
+    Dated,
+    DateWindow,
+    best_dated,
+    date_channel,
+    inside_window,
+    text_date_bounds,
+    windows_of,
+)
+from smartsearch_mcp.pipeline.retrieve import select_candidates
+
+LAST_WEEK = DateRange(datetime(2026, 11, 23), datetime(2026, 11, 30), "last week")
+FEBRUARY = DateRange(datetime(2026, 2, 1), datetime(2026, 3, 1), "February", recurs=True)
+
+
+def test_a_passage_said_in_the_range_or_naming_a_date_in_it_is_inside() -> None:
+    window = DateWindow.of(LAST_WEEK)
+    said = make_passage(1, "Biscuit is running again.", timestamp="2026-11-25T20:30:00Z")
+    named = make_passage(2, "The vet visit is on November 24th.", timestamp="2026-11-02T09:00")
+    relative = make_passage(3, "We went hiking last week, so fun!", timestamp="2026-12-02T10:00")
+    before = make_passage(4, "Biscuit is limping.", timestamp="2026-11-05T08:40:00Z")
+    after = make_passage(5, "The vet said it healed.", timestamp="2026-11-30T09:00:00Z")
+    assert [window.holds(p) for p in (said, named, relative, before, after)] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
+
+
+def test_relative_dates_are_read_only_in_turns_said_within_a_year_of_the_range() -> None:
+    window = DateWindow.of(LAST_WEEK)
+    # "2 years ago" said in 2028 names 2026, but turns that far away are read for absolute
+    # dates only (parsing every turn of a large scope costs ~100 µs each)
+    far = make_passage(1, "We moved here 2 years ago, in the fall", timestamp="2028-11-25T10:00")
+    absolute = make_passage(2, "Back on 25 November 2026 we moved.", timestamp="2029-01-01T10:00")
+    assert not window.holds(far)
+    assert window.holds(absolute)
+
+
+WORDS = st.sampled_from(
+    ["on", "in", "last", "week", "yesterday", "February", "Feb", "12", "2027", "November",
+     "the", "trip", "3rd", "ago", "2", "days", "May", "this", "month", "2026-11-25", "summer"]
+)  # fmt: skip
+STAMPS = st.sampled_from(
+    ["2026-11-25T10:00:00", "2026-10-02T10:00:00", "2027-01-20T10:00:00", "2026-02-10T10:00:00"]
+)
+
+
+@given(text=st.lists(WORDS, max_size=8).map(" ".join), stamp=STAMPS)
+def test_the_cheap_test_agrees_with_reading_every_date_of_turns_said_near_the_range(
+    text: str, stamp: str
+) -> None:
+    for span in (LAST_WEEK, FEBRUARY, DateRange(datetime(2027, 2, 1), datetime(2027, 3, 1))):
+        window = DateWindow.of(span)
+        passage = make_passage(1, text, timestamp=stamp)
+        full = window.start <= stamp < window.end or any(
+            a < window.end and b > window.start for a, b in text_date_bounds(text, stamp)
+        )
+        assert window.holds(passage) == full, (text, stamp, span)
+
+
+def test_a_month_without_a_year_is_tried_again_a_year_later() -> None:
+    said = make_passage(1, "Booked Porto for February 12 to 19.", timestamp="2026-11-25T20:30")
+    other = make_passage(2, "Biscuit is running again.", timestamp="2026-11-25T20:32")
+    assert [w.span.start.year for w in windows_of(FEBRUARY)] == [2026, 2027]
+    dated = inside_window([said, other], ["", ""], FEBRUARY)
+    assert dated is not None and dated.inside == [0]
+    assert dated.window.span.start == datetime(2027, 2, 1)
+    assert inside_window([other], [""], FEBRUARY) is None
+    assert inside_window([said], [""], None) is None
+
+
+def test_the_best_inside_are_by_words_then_meaning_then_the_latest() -> None:
+    passages = [
+        make_passage(i, f"turn {i}", timestamp=f"2026-11-2{i}T10:00:00Z") for i in range(1, 6)
+    ]
+    dated = Dated(DateWindow.of(LAST_WEEK), inside=[0, 1, 2, 3, 4])
+    lexical = [0.0, 2.0, 0.0, 0.0, 0.0]
+    dense = np.array([0.1, 0.0, 0.9, 0.1, np.nan])
+    assert best_dated(dated, passages, lexical, dense, 4) == [1, 2, 3, 0]
+    assert best_dated(dated, passages, lexical, None, 3) == [1, 4, 3]  # then the latest
+    assert best_dated(dated, passages, lexical, None, 0) == []
+
+
+def test_the_date_channel_fills_its_quota_and_adds_nothing_to_the_fusion() -> None:
+    lexical = np.array([3.0, 0.0, 0.0, 1.0, 0.0, 0.0])
+    date = date_channel(6, inside=[1, 2, 4], best=[4, 2])
+    assert date.tolist() == [0.0, 1.0, 2.0, 0.0, 3.0, 0.0]
+    channels = {"lexical": lexical, "date": date}
+    picked = select_candidates(channels, {"lexical": 1, "date": 2}, 6, 60)
+    assert picked == [4, 2, 0, 3]  # the date quota, the lexical quota, then only matches
+    assert select_candidates(channels, {"lexical": 1, "date": 0}, 6, 60) == [0, 3]
