@@ -5,8 +5,8 @@ overlaps it ("on December 3rd", "3 Dec 2026", "the February trip", "yesterday" �
 against the turn's own time). `DateWindow` decides that for one range, cheaply enough to ask
 of every passage of a scope: a text is parsed for dates only when it can name one in the
 range (a month word of a month the range overlaps, or one of its years; relative words
-only in turns said within `RELATIVE_DAYS` of the range — "this year" said in January names
-December, "last summer" said a year later names last summer).
+only in turns said near the range, see `RELATIVE_DAYS` — "last week" said two years later
+is not read).
 
 The date channel (`date_channel`) makes passages inside the range candidates whatever their
 words: "Where are we staying in February?" is answered by "booked an Airbnb in Porto for
@@ -36,16 +36,21 @@ from smartsearch_mcp.dates import (
 from smartsearch_mcp.types import InputError, Passage
 
 DATE_BONUS = 1.0
-# Relative dates ("yesterday", "last week", "this year") are read in turns said at most
-# this many days before the range starts or after it ends; absolute ones in any turn.
-RELATIVE_DAYS = 366
-# Only texts holding a digit or a word of the date vocabulary are parsed for dates.
+# Relative dates ("yesterday", "last week", "last year") are read in turns said at most
+# this many days, or the range's own length if longer, before the range starts or after it
+# ends: a relative date names a span of about its own unit near the time it is said ("last
+# month" a month later, "last year" within the next). Absolute dates are read in any turn.
+RELATIVE_DAYS = 31
+# Only texts holding a digit or a word of the date vocabulary are parsed for dates (matched
+# in lowercase text: with IGNORECASE the alternation costs 30 µs per chat turn, not 5).
 _MAY_HOLD_DATE_RE = re.compile(
     r"\d|yesterday|today|tonight|last|past|previous|ago|this|week|month|year|season|spring"
     r"|summer|fall|autumn|winter|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue"
-    r"|wed|thu|fri|sat|sun",
-    re.IGNORECASE,
+    r"|wed|thu|fri|sat|sun"
 )
+# What every relative date says ("yesterday", "last week", "3 days ago", "this morning",
+# "the past month", "the current year", see `dates._TIME_PATTERNS`).
+_RELATIVE_RE = re.compile(r"\b(?:yesterday|today|tonight|last|past|previous|ago|this|current)\b")
 
 
 def range_bounds(time_range: DateRange) -> tuple[str, str]:
@@ -58,7 +63,7 @@ def text_date_bounds(text: str, stamp: str) -> tuple[tuple[str, str], ...]:
     """The dates `text` mentions, as comparable (start, end) strings, read against `stamp`
     (the turn's time; now when it has none). Cached: turn texts never change, and a date
     question reads the same candidates again."""
-    if not _MAY_HOLD_DATE_RE.search(text):
+    if not _MAY_HOLD_DATE_RE.search(text.lower()):
         return ()
     try:
         reference = parse_timestamp(stamp) if stamp else datetime.now()
@@ -87,7 +92,7 @@ class DateWindow:
     @classmethod
     def of(cls, span: DateRange) -> DateWindow:
         start, end = range_bounds(span)
-        margin = timedelta(days=RELATIVE_DAYS)
+        margin = max(timedelta(days=RELATIVE_DAYS), span.end - span.start)
         words = _range_words(span.start.year, span.start.month, span.end - span.start)
         return cls(
             span=span,
@@ -107,8 +112,9 @@ class DateWindow:
             return True
         text = passage.text
         low = lowered if lowered is not None else text.lower()
+        names = any(word in low for word in self.words) and self.names.search(low) is not None
         near = not stamp or self.relative_from <= stamp < self.relative_to
-        if not (self.names.search(low) or (near and _MAY_HOLD_DATE_RE.search(text))):
+        if not (names or (near and _RELATIVE_RE.search(low))):
             return False
         return any(
             first < self.end and last > self.start for first, last in text_date_bounds(text, stamp)

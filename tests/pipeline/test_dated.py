@@ -4,7 +4,7 @@ and taking no part in fusion."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 from factories import make_passage
@@ -43,47 +43,56 @@ def test_a_passage_said_in_the_range_or_naming_a_date_in_it_is_inside() -> None:
     ]
 
 
-def test_relative_dates_are_read_only_in_turns_said_within_a_year_of_the_range() -> None:
-    window = DateWindow.of(LAST_WEEK)
-    # "2 years ago" said in 2028 names 2026, but turns that far away are read for absolute
-    # dates only (parsing every turn of a large scope costs ~100 µs each)
-    far = make_passage(1, "We moved here 2 years ago, in the fall", timestamp="2028-11-25T10:00")
+def test_relative_dates_are_read_only_in_turns_said_near_the_range() -> None:
+    # "3 months ago" said in February names November, but a turn said that far from a
+    # week is read for absolute dates only (parsing every turn of a large scope costs
+    # ~100 µs each); a month holds relative dates said a month away, a year a year away
+    far = make_passage(1, "We moved here 3 months ago", timestamp="2027-02-25T10:00")
     absolute = make_passage(2, "Back on 25 November 2026 we moved.", timestamp="2029-01-01T10:00")
-    assert not window.holds(far)
-    assert window.holds(absolute)
+    assert not DateWindow.of(LAST_WEEK).holds(far)
+    assert DateWindow.of(LAST_WEEK).holds(absolute)
+    year = DateRange(datetime(2026, 1, 1), datetime(2027, 1, 1), "2026")
+    assert DateWindow.of(year).holds(
+        make_passage(3, "Last year we went to Rome.", timestamp="2027-10-02T10:00")
+    )
 
 
 WORDS = st.sampled_from(
     ["on", "in", "last", "week", "yesterday", "February", "Feb", "12", "2027", "November",
      "the", "trip", "3rd", "ago", "2", "days", "May", "this", "month", "2026-11-25", "summer"]
 )  # fmt: skip
-STAMPS = st.sampled_from(
-    ["2026-11-25T10:00:00", "2026-10-02T10:00:00", "2027-01-20T10:00:00", "2026-02-10T10:00:00"]
+SPANS = (LAST_WEEK, FEBRUARY, DateRange(datetime(2027, 2, 1), datetime(2027, 3, 1)))
+
+
+@given(
+    text=st.lists(WORDS, max_size=8).map(" ".join),
+    span=st.sampled_from(SPANS),
+    offset=st.integers(min_value=-31 * 24, max_value=(31 + 28) * 24),
 )
-
-
-@given(text=st.lists(WORDS, max_size=8).map(" ".join), stamp=STAMPS)
 def test_the_cheap_test_agrees_with_reading_every_date_of_turns_said_near_the_range(
-    text: str, stamp: str
+    text: str, span: DateRange, offset: int
 ) -> None:
-    for span in (LAST_WEEK, FEBRUARY, DateRange(datetime(2027, 2, 1), datetime(2027, 3, 1))):
-        window = DateWindow.of(span)
-        passage = make_passage(1, text, timestamp=stamp)
-        full = window.start <= stamp < window.end or any(
-            a < window.end and b > window.start for a, b in text_date_bounds(text, stamp)
+    stamp = (span.start + timedelta(hours=offset)).isoformat()
+    window = DateWindow.of(span)
+    for said in (stamp, None):
+        passage = make_passage(1, text, timestamp=said)
+        at = said or ""
+        full = window.start <= at < window.end or any(
+            a < window.end and b > window.start for a, b in text_date_bounds(text, at)
         )
-        assert window.holds(passage) == full, (text, stamp, span)
+        assert window.holds(passage) == full, (text, said, span)
 
 
 def test_a_month_without_a_year_is_tried_again_a_year_later() -> None:
     said = make_passage(1, "Booked Porto for February 12 to 19.", timestamp="2026-11-25T20:30")
     other = make_passage(2, "Biscuit is running again.", timestamp="2026-11-25T20:32")
     assert [w.span.start.year for w in windows_of(FEBRUARY)] == [2026, 2027]
-    dated = inside_window([said, other], ["", ""], FEBRUARY)
+    lowered = [said.text.lower(), other.text.lower()]
+    dated = inside_window([said, other], lowered, FEBRUARY)
     assert dated is not None and dated.inside == [0]
     assert dated.window.span.start == datetime(2027, 2, 1)
-    assert inside_window([other], [""], FEBRUARY) is None
-    assert inside_window([said], [""], None) is None
+    assert inside_window([other], lowered[1:], FEBRUARY) is None
+    assert inside_window([said], lowered[:1], None) is None
 
 
 def test_the_best_inside_are_by_words_then_meaning_then_the_latest() -> None:
