@@ -232,9 +232,3 @@ def date_channel(size: int, inside: Sequence[int], best: Sequence[int]) -> np.nd
     for rank, i in enumerate(best):
         out[i] = 1.0 + len(best) - rank
     return out
-
-
-def says_anything(dated: Dated | None, size: int) -> bool:
-    """Whether the range tells passages apart: some, not all, of the `size` passages are
-    inside ("What happened in 2023?" over a memory of 2023 says nothing about when)."""
-    return dated is not None and 0 < len(dated.inside) < size

@@ -31,7 +31,7 @@ from smartsearch_mcp.pipeline.corpus import (
     ScopeCorpora,
     StreamedScope,
 )
-from smartsearch_mcp.pipeline.dated import Dated, inside_window, says_anything
+from smartsearch_mcp.pipeline.dated import Dated, inside_window
 from smartsearch_mcp.pipeline.expand import expand_candidates, expansion_room
 from smartsearch_mcp.pipeline.lexical import EntityMention, find_entity_mentions
 from smartsearch_mcp.pipeline.passages import split_into_passages
@@ -305,7 +305,8 @@ class RecallPipeline:
             run.warnings.append(outside)
         scored = self._prefer_current(scored, taken, vectors)
         if not taken:
-            run.warnings.append(_nothing_found(analysis))
+            dated = self.config.retrieval.date_candidates > 0
+            run.warnings.append(_nothing_found(analysis, dated))
         for message in (run.budget.warning(), run.tokens.warning()):
             if message is not None:
                 run.warnings.append(message)
@@ -373,11 +374,6 @@ class RecallPipeline:
                 corpus.lowered,
                 analysis.time_range,
             )
-            # (An indexed corpus is what the index found, not the scope: all of it may be
-            # inside the range while the scope is not.)
-            whole = cfg.mode == "grep"
-            if dated is None or (whole and not says_anything(dated, len(corpus.passages))):
-                dated = None
         return _Retrieved(corpus, scores, bm25, said, None, dated)
 
     async def _select(self, analysis: QueryAnalysis, found: _Retrieved, run: _Recall) -> Candidates:
@@ -789,10 +785,11 @@ def _loading_warning(loading: set[str], rankers: list[str]) -> str:
     return f"models are still loading ({', '.join(sorted(loading))}): {how}"
 
 
-def _nothing_found(analysis: QueryAnalysis) -> str:
-    """The warning of a recall that found no candidate at all for a question with content."""
+def _nothing_found(analysis: QueryAnalysis, dated: bool) -> str:
+    """The warning of a recall that found no candidate at all for a question with content
+    (`dated`: the date channel looked for turns inside its time range)."""
     when = ""
-    if analysis.time_range is not None:
+    if analysis.time_range is not None and dated:
         span = analysis.time_range
         when = f" and no turn was said in or names {span.expression or 'its dates'!r}"
     return (

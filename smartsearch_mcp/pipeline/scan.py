@@ -218,11 +218,10 @@ class _DateScan:
             ]
 
     def choose(self) -> None:
-        """Use the first window holding any passage, if it does not hold them all."""
+        """Use the first window holding any passage."""
         for k, flags in enumerate(self.inside):
-            count = int(flags.sum())
-            if count:
-                self.chosen = k if count < len(flags) else None
+            if flags.any():
+                self.chosen = k
                 return
 
     def restart(self) -> None:

@@ -143,6 +143,14 @@ async def test_the_date_channel_keeps_to_its_quota_the_latest_first(store):
     ]
 
 
+async def test_a_range_holding_the_whole_memory_still_returns_its_latest_turns(store):
+    result = await _lexical(store, date_candidates=4).recall(
+        "What happened in 2026?", SCOPE, 1500, NOW
+    )
+    assert [s.candidate.passage.turn.session_id for s in result.passages] == ["s4"] * 3 + ["s3"]
+    assert not any("falls in" in w for w in result.warnings)
+
+
 async def test_a_date_channel_of_quota_zero_adds_nothing(store):
     result = await _lexical(store, date_candidates=0).recall(
         "Where are we staying in February?", SCOPE, 1500, NOW
