@@ -274,3 +274,22 @@ async def test_an_update_outside_the_range_still_comes_before_the_plan_it_change
     first = "switched the trip to Porto" if rule == "on" else "Lisbon in February"
     assert first in texts[0], texts
     assert not any("falls in" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("mode", ["grep", "indexed"])
+async def test_the_date_channel_works_the_same_on_sqlite_and_postgresql(database, mode):
+    config = Config().with_overrides(
+        nlp={"spacy_models": []},
+        retrieval={"dense": False, "mode": mode},
+        rank={"scorers": ["lexical"]},
+    )
+    memory = await Memory.open(config, database, "ns")
+    try:
+        for session_id, start, rows in SESSIONS:
+            await memory.remember(_turns(start, rows), session_id=session_id)
+        february = await memory.recall("Where are we staying in February?", reference=NOW)
+        last_week = await memory.recall("What did we do last week?", reference=NOW)
+    finally:
+        await memory.close()
+    assert "Airbnb near Ribeira" in _texts(february)[0]
+    assert {s.candidate.passage.turn.session_id for s in last_week.passages} == {"s4"}
