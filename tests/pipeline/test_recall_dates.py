@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 from given_models import GivenModels
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.memory import Memory
@@ -293,3 +295,18 @@ async def test_the_date_channel_works_the_same_on_sqlite_and_postgresql(database
         await memory.close()
     assert "Airbnb near Ribeira" in _texts(february)[0]
     assert {s.candidate.passage.turn.session_id for s in last_week.passages} == {"s4"}
+
+
+QUERY_WORDS = st.sampled_from(
+    ["where", "is", "the", "Porto", "wifi", "password", "last", "week", "in", "February",
+     "trip", "zebra", "what", "did", "we", "do", "?", "yesterday", "Biscuit", "2019"]
+)  # fmt: skip
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(query=st.lists(QUERY_WORDS, min_size=1, max_size=6).map(" ".join))
+async def test_an_empty_result_always_says_why(store, query):
+    result = await _lexical(store).recall(query, SCOPE, 1500, NOW)
+    assert result.passages or result.warnings
