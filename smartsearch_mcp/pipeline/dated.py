@@ -93,7 +93,8 @@ class DateWindow:
     def of(cls, span: DateRange) -> DateWindow:
         start, end = range_bounds(span)
         margin = max(timedelta(days=RELATIVE_DAYS), span.end - span.start)
-        words = _range_words(span.start.year, span.start.month, span.end - span.start)
+        first = span.start.replace(tzinfo=None)
+        words = _range_words(first.year, first.month, first.day, span.end - span.start)
         return cls(
             span=span,
             start=start,
@@ -122,14 +123,14 @@ class DateWindow:
 
 
 @functools.lru_cache(maxsize=256)
-def _range_words(year: int, month: int, length: timedelta) -> tuple[str, ...]:
-    """The month words (full and short) of the months a range starting in `year`/`month`
-    and lasting `length` overlaps, and its years: what an absolute date in it must say
-    ("February 12", "Feb 2027", "2027-02-12", "in 2027")."""
+def _range_words(year: int, month: int, day: int, length: timedelta) -> tuple[str, ...]:
+    """The month words (full and short) of the months a range starting on `year`-`month`-
+    `day` and lasting `length` overlaps, and its years: what an absolute date in it must
+    say ("February 12", "Feb 2027", "2027-02-12", "in 2027")."""
     months: set[int] = set()
     years: set[int] = set()
     moment = datetime(year, month, 1)
-    last = datetime(year, month, 1) + length - timedelta(seconds=1)
+    last = datetime(year, month, day) + length - timedelta(seconds=1)
     while moment <= last and len(months) < 12:
         months.add(moment.month)
         years.add(moment.year)
