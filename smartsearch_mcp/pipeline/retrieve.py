@@ -304,23 +304,36 @@ def select_candidates(
     `channels` maps a channel name (lexical, bm25, dense …) to one score per passage, higher
     is better. First each channel contributes its best `quotas[name]` passages with a
     positive score (channels in name order, so one channel's strong hits are never crowded
-    out by another's); the rest of `total` goes to the passages the channels agree on:
-    reciprocal-rank fusion of all channels over the whole scope, among passages that score
-    above zero in at least one channel (`QUOTA_ONLY` channels fill their quota only).
+    out by another's; `QUOTA_ONLY` channels' places are kept first and taken last); the
+    rest of `total` goes to the passages the channels agree on: reciprocal-rank fusion of
+    all channels over the whole scope, among passages that score above zero in at least
+    one channel (`QUOTA_ONLY` channels fill their quota only).
     Deterministic: ties go to the lower index.
     """
     if total <= 0 or not channels:
         return []
     arrays = {name: np.asarray(values, dtype=np.float64) for name, values in channels.items()}
     size = len(next(iter(arrays.values())))
+    # The quota-only channels' places are reserved first, and taken after the others' (their
+    # passages that another channel found keep that channel's place in the order).
+    reserved: dict[int, None] = {}
+    for name in sorted(QUOTA_ONLY & set(arrays)):
+        for index in top_indices(arrays[name], min(quotas.get(name, 0), total - len(reserved))):
+            reserved.setdefault(index)
+    arrays = {name: values for name, values in arrays.items() if name not in QUOTA_ONLY}
     chosen: list[int] = []
     seen: set[int] = set()
     for name in sorted(arrays):
-        for index in top_indices(arrays[name], min(quotas.get(name, 0), total - len(chosen))):
+        pending = sum(1 for index in reserved if index not in seen)
+        room = min(quotas.get(name, 0), total - len(chosen) - pending)
+        for index in top_indices(arrays[name], room):
             if index not in seen:
                 chosen.append(index)
                 seen.add(index)
-    arrays = {name: values for name, values in arrays.items() if name not in QUOTA_ONLY}
+    for index in reserved:
+        if index not in seen:
+            chosen.append(index)
+            seen.add(index)
     if len(chosen) >= total or not arrays:
         return chosen[:total]
     fused = np.asarray(reciprocal_rank_fusion(arrays, rrf_k))

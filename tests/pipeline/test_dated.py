@@ -128,5 +128,7 @@ def test_the_date_channel_fills_its_quota_and_adds_nothing_to_the_fusion() -> No
     assert date.tolist() == [0.0, 1.0, 2.0, 0.0, 3.0, 0.0]
     channels = {"lexical": lexical, "date": date}
     picked = select_candidates(channels, {"lexical": 1, "date": 2}, 6, 60)
-    assert picked == [4, 2, 0, 3]  # the date quota, the lexical quota, then only matches
+    assert picked == [0, 4, 2, 3]  # the lexical quota, the date quota, then only matches
+    # the date channel's places are kept even when the other quotas would fill everything
+    assert select_candidates(channels, {"lexical": 6, "date": 2}, 3, 60) == [0, 4, 2]
     assert select_candidates(channels, {"lexical": 1, "date": 0}, 6, 60) == [0, 3]
