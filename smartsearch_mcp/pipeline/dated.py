@@ -36,11 +36,14 @@ from smartsearch_mcp.dates import (
 from smartsearch_mcp.types import InputError, Passage
 
 DATE_BONUS = 1.0
-# Relative dates ("yesterday", "last week", "last year") are read in turns said at most
-# this many days, or the range's own length if longer, before the range starts or after it
-# ends: a relative date names a span of about its own unit near the time it is said ("last
-# month" a month later, "last year" within the next). Absolute dates are read in any turn.
+# Relative dates ("yesterday", "last week", "last summer") are read in turns said at most
+# RELATIVE_DAYS before a range of up to a week starts or after it ends ("last Saturday",
+# "2 weeks ago"), and at most RELATIVE_LONG_DAYS, or the range's own length if longer, around
+# a longer one ("last summer" said in February, "last May" in April, "last year" within
+# the next). Absolute dates are read in any turn.
 RELATIVE_DAYS = 31
+RELATIVE_LONG_DAYS = 366
+SHORT_RANGE = timedelta(days=8)
 # Only texts holding a digit or a word of the date vocabulary are parsed for dates (matched
 # in lowercase text: with IGNORECASE the alternation costs 30 µs per chat turn, not 5).
 _MAY_HOLD_DATE_RE = re.compile(
@@ -92,7 +95,13 @@ class DateWindow:
     @classmethod
     def of(cls, span: DateRange) -> DateWindow:
         start, end = range_bounds(span)
-        margin = max(timedelta(days=RELATIVE_DAYS), span.end - span.start)
+        length = span.end - span.start
+        short = length <= SHORT_RANGE
+        margin = (
+            timedelta(days=RELATIVE_DAYS)
+            if short
+            else max(timedelta(days=RELATIVE_LONG_DAYS), length)
+        )
         first = span.start.replace(tzinfo=None)
         words = _range_words(first.year, first.month, first.day, span.end - span.start)
         return cls(
