@@ -37,10 +37,10 @@ from smartsearch_mcp.types import InputError, Passage
 
 DATE_BONUS = 1.0
 # Relative dates ("yesterday", "last week", "last summer") are read in turns said at most
-# RELATIVE_DAYS before a range of up to a week starts or after it ends ("last Saturday",
-# "2 weeks ago"), and at most RELATIVE_LONG_DAYS, or the range's own length if longer, around
-# a longer one ("last summer" said in February, "last May" in April, "last year" within
-# the next). Absolute dates are read in any turn.
+# RELATIVE_DAYS before a range starts or after it ends ("last Saturday", "2 weeks ago"),
+# and, for a range longer than a week, in turns said at most RELATIVE_LONG_DAYS (or the
+# range's own length) around it that name a long unit ("last summer" said in February,
+# "last May" in April, "last year" within the next). Absolute dates are read in any turn.
 RELATIVE_DAYS = 31
 RELATIVE_LONG_DAYS = 366
 SHORT_RANGE = timedelta(days=8)
@@ -54,6 +54,12 @@ _MAY_HOLD_DATE_RE = re.compile(
 # What every relative date says ("yesterday", "last week", "3 days ago", "this morning",
 # "the past month", "the current year", see `dates._TIME_PATTERNS`).
 _RELATIVE_RE = re.compile(r"\b(?:yesterday|today|tonight|last|past|previous|ago|this|current)\b")
+# ...and what one that reaches more than a month back or ahead says besides ("last summer",
+# "last May", "6 weeks ago", "this year"): farther turns are read only when they hold it.
+_LONG_UNIT_RE = re.compile(
+    r"\b(?:weeks|months?|years?|spring|summer|fall|autumn|winter|january|february|march|april"
+    r"|may|june|july|august|september|october|november|december)\b"
+)
 
 
 def range_bounds(time_range: DateRange) -> tuple[str, str]:
@@ -89,6 +95,8 @@ class DateWindow:
     end: str
     relative_from: str  # turns said in [relative_from, relative_to) are read for relative dates
     relative_to: str
+    long_from: str  # ...and those said in [long_from, long_to) for long relative dates
+    long_to: str
     words: tuple[str, ...]  # what an absolute date in the range says (see `_range_words`)
     names: re.Pattern[str] = field(repr=False)  # any of `words`, as a whole word
 
@@ -96,12 +104,8 @@ class DateWindow:
     def of(cls, span: DateRange) -> DateWindow:
         start, end = range_bounds(span)
         length = span.end - span.start
-        short = length <= SHORT_RANGE
-        margin = (
-            timedelta(days=RELATIVE_DAYS)
-            if short
-            else max(timedelta(days=RELATIVE_LONG_DAYS), length)
-        )
+        margin = timedelta(days=RELATIVE_DAYS)
+        far = margin if length <= SHORT_RANGE else max(timedelta(RELATIVE_LONG_DAYS), length)
         first = span.start.replace(tzinfo=None)
         words = _range_words(first.year, first.month, first.day, span.end - span.start)
         return cls(
@@ -110,6 +114,8 @@ class DateWindow:
             end=end,
             relative_from=comparable(span.start - margin)[:19],
             relative_to=comparable(span.end + margin)[:19],
+            long_from=comparable(span.start - far)[:19],
+            long_to=comparable(span.end + far)[:19],
             words=words,
             names=_words_pattern(words),
         )
@@ -123,12 +129,21 @@ class DateWindow:
         text = passage.text
         low = lowered if lowered is not None else text.lower()
         names = any(word in low for word in self.words) and self.names.search(low) is not None
-        near = not stamp or self.relative_from <= stamp < self.relative_to
-        if not (names or (near and _RELATIVE_RE.search(low))):
+        if not names and not self._may_say_relatively(stamp, low):
             return False
         return any(
             first < self.end and last > self.start for first, last in text_date_bounds(text, stamp)
         )
+
+    def _may_say_relatively(self, stamp: str, low: str) -> bool:
+        """Whether a turn said at `stamp` with lowercase text `low` may name the range by
+        a relative date (see `RELATIVE_DAYS`)."""
+        if stamp and not self.long_from <= stamp < self.long_to:
+            return False
+        if _RELATIVE_RE.search(low) is None:
+            return False
+        near = not stamp or self.relative_from <= stamp < self.relative_to
+        return near or _LONG_UNIT_RE.search(low) is not None
 
 
 @functools.lru_cache(maxsize=256)

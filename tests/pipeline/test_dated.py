@@ -94,7 +94,7 @@ def test_the_cheap_test_agrees_with_reading_every_date(
     window = DateWindow.of(span)
     for said in (stamp, None):
         at = said or ""
-        near = not at or window.relative_from <= at < window.relative_to
+        near = not at or window.long_from <= at < window.long_to
         if not near and any(word in text.split() for word in RELATIVE):
             continue
         full = window.start <= at < window.end or any(
