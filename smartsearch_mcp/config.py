@@ -138,6 +138,11 @@ class RetrievalConfig(Section):
     # Quota of the SPLADE channel (splade(query) . splade(passage) over the whole scope; 0:
     # off). Needs models.splade.
     splade_candidates: int = 0
+    # Quota of the date channel: when the question names a time range ("last week", "in
+    # February", "the May trip"), passages said in it or naming a date in it become
+    # candidates whatever their words — the best by lexical score, dense similarity, then
+    # the latest (see pipeline/dated.py). 0: off.
+    date_candidates: int = 30
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
     # Grep mode keeps scopes' passages in memory while all of them together would take at
     # most this many MB (estimated from turns and characters: 1M chat-length turns ≈ 680

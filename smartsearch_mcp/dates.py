@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -186,6 +187,14 @@ _MONTHS: dict[str, int] = {
     "december": 12, "dec": 12,
 }  # fmt: skip
 _FULL_MONTHS = tuple(name for name in _MONTHS if len(name) > 4 or name in ("may", "june", "july"))
+
+
+def month_words(months: Iterable[int]) -> list[str]:
+    """The words (full names and abbreviations, lowercase) that name any of `months` (1-12)."""
+    wanted = set(months)
+    return [word for word, number in _MONTHS.items() if number in wanted]
+
+
 _WEEKDAYS: dict[str, int] = {
     "monday": 0, "tuesday": 1, "wednesday": 2, "thursday": 3, "friday": 4, "saturday": 5,
     "sunday": 6,
@@ -214,6 +223,15 @@ _SEASON = r"(?P<season>" + "|".join(_SEASONS) + r")"
 _B = r"(?<![\w-])"  # left word boundary that also refuses "-" (e.g. ids like "x-2023")
 _E = r"(?![\w-])"
 _NO_DATE_AFTER = r"(?!,?\s+(?:of\s+)?\d)"  # "in May" but not "in May 2023" or "in May 8"
+# A month name as a modifier: "the February trip", "our May plans", "an August wedding" —
+# after a determiner and before a lowercase word that is not a verb or function word ("the
+# March Hare", "told her May would call", "for the May I" are no dates).
+_DETERMINER = r"(?:the|our|my|your|his|her|their|that|a|an)"
+_NOT_MODIFIED = (
+    r"(?!(?:is|was|were|are|be|been|has|had|have|said|says|would|will|can|could|should|may|"
+    r"might|must|and|or|but|to|from|of|in|on|at|for|with|i|you|he|she|we|they|it)\b)"
+)
+_MODIFIED = r"(?=\s+" + _NOT_MODIFIED + r"(?-i:[a-z]{2,})\b)"
 
 _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
@@ -239,6 +257,7 @@ _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("last_season", _B + r"(?:last|this\s+past)\s+" + _SEASON + _E),
         ("last_month_name", _B + r"(?:last|this\s+past)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("in_month", r"(?<![\w-])(?:in|during|throughout)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
+        ("month_modifier", _B + _DETERMINER + r"\s+" + _FULL_MONTH + _E + _MODIFIED),
     )
 )
 
@@ -252,7 +271,9 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
     expressions count back from `reference`, in calendar units with weeks starting on Monday:
     "yesterday", "today", "N days/weeks/months/years ago" (that day, week, month or year),
     "the past N days" (a rolling window up to the end of today), "last week/month/year",
-    "this week/month/year", "last Saturday", "last weekend", "last summer", "last May".
+    "this week/month/year", "last Saturday", "last weekend", "last summer", "last May". A
+    month name used as a modifier ("the February trip", "our May plans") reads as "in
+    February".
     The leftmost expression wins; at the same position, the longest. Results keep the
     reference's tzinfo; times are midnight boundaries.
     """
@@ -274,7 +295,7 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
 
 # A day or month named without a year in a turn ("on December 3rd", "in March") is the
 # occurrence nearest the turn's own time: plans look ahead as often as memories look back.
-_NEAREST_KINDS = frozenset({"day_month", "month_day", "in_month"})
+_NEAREST_KINDS = frozenset({"day_month", "month_day", "in_month", "month_modifier"})
 _HALF_YEAR = timedelta(days=183)
 
 
@@ -314,14 +335,14 @@ def _resolve(kind: str, match: re.Match[str], reference: datetime) -> tuple[Date
     """The range `match` means and where its expression starts (lead-ins like "in" dropped)."""
     groups = match.groupdict()
     begin = match.start()
-    if kind in ("year", "in_month"):
+    if kind in ("year", "in_month", "month_modifier"):
         begin = match.start("year" if kind == "year" else "month")
     month_word = groups.get("month")
     if (
         month_word is not None
         and month_word.lower().rstrip(".") in ("may", "march")
         and not month_word[0].isupper()
-        and kind in ("month_day", "day_month", "in_month", "last_month_name")
+        and kind in ("month_day", "day_month", "in_month", "last_month_name", "month_modifier")
     ):
         return None  # lowercase "may"/"march" without a year is a verb
     today = reference.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -412,7 +433,7 @@ def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetim
         while _add_months(start, months) > today:
             start = start.replace(year=start.year - 1)
         return start, _add_months(start, months)
-    if kind in ("last_month_name", "in_month"):
+    if kind in ("last_month_name", "in_month", "month_modifier"):
         start = today.replace(month=_month(g), day=1)
         if (kind == "last_month_name" and start.month >= today.month) or start > today:
             start = start.replace(year=start.year - 1)

@@ -167,6 +167,8 @@ class Memory:
             result = await self.pipeline.recall(query, scope, budget, moment)
         if not result.passages and (hint := await self._elsewhere_hint(scope.namespaces)):
             result = dataclasses.replace(result, warnings=[*result.warnings, hint])
+        elif not result.passages and not result.warnings:  # an empty scope: never silent
+            result = dataclasses.replace(result, warnings=[empty_scope_warning(scope)])
         if any(len(word) > MAX_TERM_CHARS for word in query.split()):
             note = (
                 f"query words longer than {MAX_TERM_CHARS} characters are not searched as "
@@ -280,6 +282,18 @@ def elsewhere_hint(counts: dict[str, int], namespaces: Sequence[str]) -> str | N
         f"namespace {', '.join(map(repr, namespaces))} holds no turns; this memory holds "
         f"{listed} — pass the namespace to search (CLI: --namespace NAME)"
     )
+
+
+def empty_scope_warning(scope: Scope) -> str:
+    """What a recall over a scope holding no turn says."""
+    where = f"namespace {', '.join(map(repr, scope.namespaces))}"
+    if scope.session_id is not None:
+        where += f", session {scope.session_id!r}"
+    if scope.since is not None:
+        where += f", since {scope.since.isoformat()}"
+    if scope.until is not None:
+        where += f", until {scope.until.isoformat()}"
+    return f"no turns are stored in {where}, so nothing was recalled; remember turns first"
 
 
 def _turns(count: int) -> str:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.dates import DateRange, find_time_range, next_occurrence, normalize_timestamp
+from smartsearch_mcp.dates import (
+    DateRange,
+    find_time_range,
+    mentioned_ranges,
+    next_occurrence,
+    normalize_timestamp,
+)
 from smartsearch_mcp.types import InputError
 
 # A Wednesday afternoon.
@@ -164,3 +170,45 @@ def test_a_day_or_month_without_a_year_recurs_and_a_dated_one_does_not() -> None
     assert dated is not None and not dated.recurs and next_occurrence(dated) is None
     last_week = find_time_range("What did we decide last week?", reference)
     assert last_week is not None and next_occurrence(last_week) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "month", "expression"),
+    [
+        ("How much did the February trip cost?", 2, "February"),
+        ("What are our May plans?", 5, "May"),
+        ("Is my April dentist appointment moved?", 4, "April"),
+        ("Who is coming to an August wedding?", 8, "August"),
+        ("Did we pay for the december holidays?", 12, "december"),
+    ],
+)
+def test_a_month_name_used_as_a_modifier_reads_as_that_month(text, month, expression) -> None:
+    found = find_time_range(text, datetime(2026, 11, 30, 18, 0))
+    assert found is not None and found.recurs
+    assert (found.start.month, found.end - found.start >= timedelta(days=28)) == (month, True)
+    assert found.expression == expression  # the word it modifies stays a search term
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "May I ask about the trip?",  # the verb, sentence-initial
+        "I think we may plan it later",  # lowercase "may" is a verb
+        "the march plans are off",  # so is lowercase "march"
+        "They March on Monday",  # no determiner before it
+        "April said the trip is off",  # a name
+        "What did April say about the trip?",
+        "I told her May would call",  # a name followed by a verb
+        "Did you read about the March Hare?",  # a capitalized name follows
+        "the June Carter biography",
+        "for the May I think",
+    ],
+)
+def test_a_month_word_that_is_a_verb_or_a_name_is_no_date(text: str) -> None:
+    assert find_time_range(text, datetime(2026, 11, 30, 18, 0)) is None
+
+
+def test_a_turn_naming_the_february_trip_means_the_coming_february() -> None:
+    said = datetime(2026, 11, 18, 21, 15)
+    (found,) = mentioned_ranges("Maya and I moved the February trip to Porto.", said)
+    assert (found.start, found.end) == (datetime(2027, 2, 1), datetime(2027, 3, 1))

@@ -13,6 +13,7 @@ loop (the scope cache, pending vectors) or guarded by a lock (the passage cache)
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from collections import OrderedDict
@@ -24,9 +25,11 @@ import anyio
 import numpy as np
 
 from smartsearch_mcp.config import Config
+from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
 from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog, store_pending
+from smartsearch_mcp.pipeline.dated import DateWindow, windows_of
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
@@ -37,7 +40,7 @@ from smartsearch_mcp.pipeline.retrieve import (
 )
 from smartsearch_mcp.pipeline.scan import ScopeIndex
 from smartsearch_mcp.store import MemoryStore
-from smartsearch_mcp.store.queries import fts_quote
+from smartsearch_mcp.store.queries import fts_any, fts_quote
 from smartsearch_mcp.store.sqlite import CONTEXT_SUFFIX
 from smartsearch_mcp.types import Passage, Scope, Turn
 
@@ -214,15 +217,40 @@ class ScopeCorpora:
     def _cached_mb(self) -> float:
         return sum(cached.size_mb for cached in self._corpora.values())
 
-    async def indexed_corpus(self, analysis: QueryAnalysis, scope: Scope) -> Corpus:
-        """The passages of the turns the full-text index finds for the query (indexed mode)."""
+    async def indexed_corpus(
+        self, analysis: QueryAnalysis, scope: Scope, date_candidates: int = 0
+    ) -> Corpus:
+        """The passages of the turns the full-text index finds for the query (indexed mode),
+        and with `date_candidates` > 0 those of turns inside the question's time range
+        (`dated_turns`)."""
         match = await self._selective_match([term.term for term in analysis.terms])
         hits = await self.store.search_fts(match, scope, self.config.retrieval.max_candidates * 3)
         turns = await self.store.get_turns([turn_id for turn_id, _ in hits])
+        if analysis.time_range is not None and date_candidates > 0:
+            found = {turn.id for turn in turns}
+            dated = await self.dated_turns(analysis.time_range, scope, 2 * date_candidates)
+            turns += [turn for turn in dated if turn.id not in found]
         corpus = await self.build(turns)
         corpus.bm25 = dict(hits)
         corpus.stats_sample = QUERY_STATS_SAMPLE
         return corpus
+
+    async def dated_turns(self, time_range: DateRange, scope: Scope, limit: int) -> list[Turn]:
+        """Turns of `scope` inside `time_range` for the indexed mode, in the first window that
+        holds any (`dated.windows_of`): up to `limit` said in it, the latest first, and up
+        to `limit` the full-text index finds by the window's month names and years whose
+        text names a date in it. (Relative dates — "yesterday" — are found this way only in
+        turns said inside the range: the grep mode reads every turn.)"""
+        for window in windows_of(time_range):
+            narrowed = _narrowed(scope, window.span)
+            said = await self.store.timeline_turns(narrowed, limit, True) if narrowed else []
+            hits = await self.store.search_fts(fts_any(window.words), scope, limit)
+            named = await self.store.get_turns([turn_id for turn_id, _ in hits])
+            seen = {turn.id for turn in said}
+            naming = [t for t in named if t.id not in seen and _names_window(window, t)]
+            if said or naming:
+                return [*said, *naming]
+        return []
 
     async def _selective_match(self, terms: Sequence[str]) -> str:
         """The FTS5 query of the indexed mode: any of `terms`, leaving out, in a large memory,
@@ -507,6 +535,19 @@ class Embeddings:
     def failures(self) -> int:
         """Turns the background embedding skipped because the model fails on them."""
         return sum(len(turns) for turns in self.failed.values())
+
+
+def _narrowed(scope: Scope, span: DateRange) -> Scope | None:
+    """`scope` restricted to `span` (None when they do not overlap)."""
+    since = span.start if scope.since is None else max(scope.since, span.start)
+    until = span.end if scope.until is None else min(scope.until, span.end)
+    return dataclasses.replace(scope, since=since, until=until) if since < until else None
+
+
+def _names_window(window: DateWindow, turn: Turn) -> bool:
+    """Whether a passage of `turn` names a date in `window` (a turn is one passage or
+    several; any of them names it when the whole text does)."""
+    return window.holds(Passage(turn, 0, len(turn.text)))
 
 
 def _decode(

@@ -21,10 +21,10 @@ import anyio.to_thread
 
 from smartsearch_mcp.config import EXPENSIVE_RANKERS as EXPENSIVE
 from smartsearch_mcp.config import RankConfig
-from smartsearch_mcp.dates import DateRange, next_occurrence
+from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline.bursts import credit_bursts
+from smartsearch_mcp.pipeline.dated import windows_of
 from smartsearch_mcp.pipeline.fusion import competition_ranks, reciprocal_rank_fusion
-from smartsearch_mcp.pipeline.retrieve import in_time_range, range_bounds
 from smartsearch_mcp.pipeline.updates import states_a_change
 from smartsearch_mcp.types import Candidate, Scored, Turn
 
@@ -394,21 +394,20 @@ def prefer_time_range(
     ranked order; and a warning when none is inside (the ranking is then unchanged).
 
     A passage is inside when its turn was said in the range or its text names a date in it
-    (`retrieve.in_time_range`); for a day or month named without a year, when nothing is
-    inside its last occurrence, the next one is tried. Inside passages are raised by the best
-    score so that scores stay sorted: "What did we decide last week?" is about last week,
-    however well an older decision matches the words.
+    (`dated.DateWindow.holds`); for a day or month named without a year, when nothing is
+    inside its last occurrence, the next one is tried (`dated.windows_of`). Inside passages
+    are raised by the best score so that scores stay sorted: "What did we decide last
+    week?" is about last week, however well an older decision matches the words.
     """
     if time_range is None or not scored:
         return list(scored), None
-    bounds = range_bounds(time_range)
-    inside = [in_time_range(item.candidate.passage, bounds) for item in scored]
-    upcoming = next_occurrence(time_range)
-    if not any(inside) and upcoming is not None:
+    inside: list[bool] = []
+    for window in windows_of(time_range):
         # "Where are we staying in February?" asked in November: last February holds
         # nothing, the coming one may (a plan, a booking)
-        coming = range_bounds(upcoming)
-        inside = [in_time_range(item.candidate.passage, coming) for item in scored]
+        inside = [window.holds(item.candidate.passage) for item in scored]
+        if any(inside):
+            break
     if not any(inside):
         when = time_range.expression or "the question's dates"
         return list(scored), (

@@ -31,6 +31,7 @@ from smartsearch_mcp.pipeline.corpus import (
     ScopeCorpora,
     StreamedScope,
 )
+from smartsearch_mcp.pipeline.dated import Dated, inside_window
 from smartsearch_mcp.pipeline.expand import expand_candidates, expansion_room
 from smartsearch_mcp.pipeline.lexical import EntityMention, find_entity_mentions
 from smartsearch_mcp.pipeline.passages import split_into_passages
@@ -93,6 +94,20 @@ class Ranking:
     warnings: list[str]
     hops: list[Hop] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Retrieved:
+    """Stage 2's lexical part: the passages looked at and, for each, its lexical and BM25
+    scores and whether someone the question names said it; the passages inside the
+    question's time range; for a streamed scope, what its scan chose."""
+
+    corpus: Corpus
+    scores: list[float]
+    bm25: list[float]
+    said: list[float]
+    scan: ScanResult | None
+    dated: Dated | None
 
 
 @dataclass
@@ -260,9 +275,9 @@ class RecallPipeline:
         if not analysis.has_content:  # nothing to search for: no passages, and a warning
             return Ranking(query, analysis, [], [], [], run.warnings, timings_ms=run.timings)
 
-        corpus, scores, bm25, said, scan = await self._retrieve(analysis, scope, nlp, run)
+        found = await self._retrieve(analysis, scope, nlp, run)
         clock = lap(run.timings, "retrieve", clock)
-        candidates = await self._select(analysis, corpus, scores, bm25, said, scan, run)
+        candidates = await self._select(analysis, found, run)
         clock = lap(run.timings, "dense", clock)
 
         candidates, hops = await off_loop(
@@ -278,10 +293,20 @@ class RecallPipeline:
         clock = lap(run.timings, "expand", clock)
 
         taken = candidates.take()
-        scored, rankers = await self._rank(query, candidates, taken, run)
+        scored, rankers, vectors = await self._rank(query, candidates, taken, run)
+        # The question's dates first, then current facts first among them: a later turn that
+        # updates a plan inside the range ("moved the February trip to Porto", said in
+        # November) trades places with the plan it restates even when it names no date of
+        # the range itself — the date rule says which plans are asked about, the update
+        # which version of them is current. (The other order let the date rule push the
+        # update back below the plan it replaced.)
         scored, outside = prefer_time_range(scored, analysis.time_range)
         if outside is not None:
             run.warnings.append(outside)
+        scored = self._prefer_current(scored, taken, vectors)
+        if not taken:
+            dated = self.config.retrieval.date_candidates > 0
+            run.warnings.append(_nothing_found(analysis, dated))
         for message in (run.budget.warning(), run.tokens.warning()):
             if message is not None:
                 run.warnings.append(message)
@@ -310,14 +335,15 @@ class RecallPipeline:
 
     async def _retrieve(
         self, analysis: QueryAnalysis, scope: Scope, nlp: Any, run: _Recall
-    ) -> tuple[Corpus, list[float], list[float], list[float], ScanResult | None]:
+    ) -> _Retrieved:
         """Stage 2, lexical part: the scope's passages (cached, streamed or found by the
-        index) with their lexical and BM25 scores and who said them; for a streamed scope
-        also the candidates, chosen while it was read."""
+        index) with their lexical and BM25 scores, who said them and which are inside the
+        question's time range; for a streamed scope also the candidates, chosen while it
+        was read."""
         cfg = self.config.retrieval
         scan: ScanResult | None = None
         if cfg.mode == "indexed":
-            corpus = await self.corpora.indexed_corpus(analysis, scope)
+            corpus = await self.corpora.indexed_corpus(analysis, scope, cfg.date_candidates)
         else:
             source = await self.corpora.scope_corpus(scope)
             if isinstance(source, StreamedScope):
@@ -334,25 +360,26 @@ class RecallPipeline:
         said = await off_loop(self._limiter, said_by_named, corpus.passages, analysis)
         if scan is not None:
             run.timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
-            return corpus, scan.scores, scan.bm25, said, scan
+            return _Retrieved(corpus, scan.scores, scan.bm25, said, scan, scan.dated)
         scores = await off_loop(
             self._limiter, score_lexically, analysis, corpus, said, cfg, self.config.passages
         )
         bm25 = await self._bm25(analysis, scope, corpus)
-        return corpus, scores, bm25, said, None
+        dated = None
+        if analysis.time_range is not None and cfg.date_candidates > 0:
+            dated = await off_loop(
+                self._limiter,
+                inside_window,
+                corpus.passages,
+                corpus.lowered,
+                analysis.time_range,
+            )
+        return _Retrieved(corpus, scores, bm25, said, None, dated)
 
-    async def _select(
-        self,
-        analysis: QueryAnalysis,
-        corpus: Corpus,
-        scores: list[float],
-        bm25: list[float],
-        said: list[float],
-        scan: ScanResult | None,
-        run: _Recall,
-    ) -> Candidates:
+    async def _select(self, analysis: QueryAnalysis, found: _Retrieved, run: _Recall) -> Candidates:
         """Stage 2, the dense channels and the choice of candidates among all channels."""
         cfg = self.config.retrieval
+        corpus = found.corpus
         # Candidates before expansion: places are kept for what expansion adds.
         total = max(0, cfg.max_candidates - expansion_room(analysis, self.config.expansion))
         query_vector, embedded_query = await self._dense(analysis.query, corpus, run)
@@ -361,16 +388,17 @@ class RecallPipeline:
             self._limiter,
             retrieve_candidates,
             corpus,
-            scores,
-            bm25,
-            said,
+            found.scores,
+            found.bm25,
+            found.said,
             cfg,
             total=total,
             rrf_k=self.config.rank.rrf_k,
             query_vector=query_vector,
             embedded_query=embedded_query,
-            selected=scan.chosen if scan is not None else None,
+            selected=found.scan.chosen if found.scan is not None else None,
             sparse_scores=sparse_scores,
+            dated=found.dated,
         )
 
     async def _sparse_channel(self, query: str, corpus: Corpus, run: _Recall) -> Any | None:
@@ -475,13 +503,14 @@ class RecallPipeline:
 
     async def _rank(
         self, query: str, found: Candidates, candidates: list[Candidate], run: _Recall
-    ) -> tuple[list[Scored], list[str]]:
+    ) -> tuple[list[Scored], list[str], np.ndarray | None]:
         """Stage 4: the configured rankers in parallel worker threads, then fusion. With a
         cascade (`rank.expensive_candidates` below the number of candidates), the other
         rankers first rank every candidate, and the expensive ones score only the best of
-        that first pass (see `rank.follow_with_rest` for the order of the rest)."""
+        that first pass (see `rank.follow_with_rest` for the order of the rest). Also the
+        candidates' bi-encoder vectors, when the bi-encoder ranked them."""
         if not candidates:
-            return [], []
+            return [], [], None
         rank = self.config.rank
         burst = self.config.passages.burst_seconds
         # Passages of the scope that are not candidates (at least: a streamed or indexed
@@ -529,18 +558,29 @@ class RecallPipeline:
                 burst,
             )
             ordered = follow_with_rest(head, first)
-        if rank.supersede > 0 and passage_vectors is not None:
-            row = {c.passage.key: i for i, c in enumerate(candidates)}
-            top = ordered[:SUPERSEDE_WINDOW]
-            picked = passage_vectors[[row[s.candidate.passage.key] for s in top]]
-            ordered = prefer_later_restatements(
-                ordered,
-                picked @ picked.T,
-                rank.supersede,
-                rank.supersede_needs_change,
-                rank.supersede_same_speaker,
-            )
-        return ordered, used
+        return ordered, used, passage_vectors
+
+    def _prefer_current(
+        self,
+        ordered: list[Scored],
+        candidates: Sequence[Candidate],
+        passage_vectors: np.ndarray | None,
+    ) -> list[Scored]:
+        """Current facts first (`rank.supersede`, see `rank.prefer_later_restatements`):
+        similarity is the bi-encoder's, so nothing moves without its vectors."""
+        rank = self.config.rank
+        if rank.supersede <= 0 or passage_vectors is None or not ordered:
+            return ordered
+        row = {c.passage.key: i for i, c in enumerate(candidates)}
+        top = ordered[:SUPERSEDE_WINDOW]
+        picked = passage_vectors[[row[s.candidate.passage.key] for s in top]]
+        return prefer_later_restatements(
+            ordered,
+            picked @ picked.T,
+            rank.supersede,
+            rank.supersede_needs_change,
+            rank.supersede_same_speaker,
+        )
 
     async def _score_expensive(
         self,
@@ -743,6 +783,24 @@ def _loading_warning(loading: set[str], rankers: list[str]) -> str:
         else "ranked with the models already loaded this time"
     )
     return f"models are still loading ({', '.join(sorted(loading))}): {how}"
+
+
+def _nothing_found(analysis: QueryAnalysis, dated: bool) -> str:
+    """The warning of a recall that found no candidate at all for a question with content
+    (`dated`: the date channel looked for turns inside its time range)."""
+    when = ""
+    if analysis.time_range is not None and dated:
+        span = analysis.time_range
+        when = f" and no turn was said in or names {span.expression or 'its dates'!r}"
+    return (
+        f"nothing in this memory matches {_quoted(analysis.query)}: no turn shares its "
+        f"words{when}; try other words, a wider time range or another namespace"
+    )
+
+
+def _quoted(query: str) -> str:
+    shown = " ".join(query.split())
+    return repr(shown if len(shown) <= 60 else shown[:60] + "…")
 
 
 def _embedded_query(query: str, corpus: Corpus) -> str:

@@ -1,6 +1,7 @@
 """Stage 2: retrieve candidates — NER-weighted grep over raw passages (index-free), or the
 same scoring over what the FTS5 index returns (indexed), plus pseudo-relevance feedback,
-date awareness and, when embeddings are cached, dense nearest neighbours."""
+the passages inside the question's time range (see `dated.py`) and, when embeddings are
+cached, dense nearest neighbours."""
 
 from __future__ import annotations
 
@@ -11,15 +12,14 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import overload
 
 import numpy as np
 
 from smartsearch_mcp.config import PassageConfig, RetrievalConfig
-from smartsearch_mcp.dates import DateRange, comparable, mentioned_ranges, parse_timestamp
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
 from smartsearch_mcp.pipeline.bursts import add_burst_matches, burst_groups, burst_texts
+from smartsearch_mcp.pipeline.dated import Dated, add_date_bonus, best_dated, date_channel
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.lexical import (
     CorpusStats,
@@ -27,19 +27,11 @@ from smartsearch_mcp.pipeline.lexical import (
     select_prf_terms,
     term_pattern,
 )
-from smartsearch_mcp.types import Candidate, InputError, Passage
+from smartsearch_mcp.types import Candidate, Passage
 
 # Minimum share of an idf-scaled term weight: a term in every turn (a speaker's name in a
 # two-person chat) still counts a little.
 MIN_IDF_SHARE = 0.15
-DATE_BONUS = 1.0
-# Only texts holding a digit or a word of the date vocabulary are parsed for dates.
-_MAY_HOLD_DATE_RE = re.compile(
-    r"\d|yesterday|today|tonight|last|past|previous|ago|this|week|month|year|season|spring"
-    r"|summer|fall|autumn|winter|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue"
-    r"|wed|thu|fri|sat|sun",
-    re.IGNORECASE,
-)
 # Word document frequencies (for PRF) are estimated from at most this many passages: a
 # scope's corpus is cached (counted once), a per-query corpus (indexed mode) is not.
 STATS_SAMPLE = 20_000
@@ -258,58 +250,6 @@ def with_feedback(scores: Sequence[float], extra: Sequence[float]) -> list[float
     return [s + e if s > 0 else e * 0.5 for s, e in zip(scores, extra, strict=True)]
 
 
-def add_date_bonus(
-    scores: list[float], passages: Sequence[Passage], time_range: DateRange | None
-) -> list[float]:
-    """Raise the score of matching passages that fall within the time range the question
-    names: said then, or mentioning a date in it (see `in_time_range`)."""
-    if time_range is None:
-        return scores
-    bounds = range_bounds(time_range)
-    out = list(scores)
-    for i, passage in enumerate(passages):
-        if out[i] > 0 and in_time_range(passage, bounds):
-            out[i] += DATE_BONUS
-    return out
-
-
-def range_bounds(time_range: DateRange) -> tuple[str, str]:
-    """A range's start and (exclusive) end as strings comparable to stored timestamps."""
-    return comparable(time_range.start)[:19], comparable(time_range.end)[:19]
-
-
-def in_time_range(passage: Passage, bounds: tuple[str, str]) -> bool:
-    """Whether `passage` belongs to the range `bounds` (see `range_bounds`): its turn was
-    said inside it, or its text names a date that overlaps it ("on December 3rd",
-    "3 Dec 2026", "yesterday" — read against the turn's own time)."""
-    start, end = bounds
-    stamp = (passage.turn.timestamp or "")[:19]
-    if stamp and start <= stamp < end:
-        return True
-    return any(
-        first < end and last > start for first, last in text_date_bounds(passage.text, stamp)
-    )
-
-
-@functools.lru_cache(maxsize=65536)
-def text_date_bounds(text: str, stamp: str) -> tuple[tuple[str, str], ...]:
-    """The dates `text` mentions, as comparable (start, end) strings, read against `stamp`
-    (the turn's time; now when it has none). Cached: turn texts never change, and a date
-    question reads the same candidates again."""
-    if not _MAY_HOLD_DATE_RE.search(text):
-        return ()
-    try:
-        reference = parse_timestamp(stamp) if stamp else datetime.now()
-    except InputError:
-        reference = datetime.now()
-    if reference.tzinfo is not None:
-        reference = reference.replace(tzinfo=None)  # stored aware times are UTC
-    return tuple(
-        (comparable(found.start)[:19], comparable(found.end)[:19])
-        for found in mentioned_ranges(text, reference)
-    )
-
-
 def said_by_named(passages: Sequence[Passage], analysis: QueryAnalysis) -> list[float]:
     """1.0 for each passage *said by* someone the question names, else 0.0 ("What does Ann do
     to relax?" is answered by Ann's own turns more often than by turns that mention her)."""
@@ -347,6 +287,12 @@ def top_indices(scores: Sequence[float] | np.ndarray, n: int, minimum: float = 0
     return list(best)
 
 
+# Channels that only fill their quota and take no part in the fusion that fills the rest: the
+# date channel orders passages by when they were said, not by what they say, and in the
+# fusion it would raise every passage inside the range (see pipeline/dated.py).
+QUOTA_ONLY = frozenset({"date"})
+
+
 def select_candidates(
     channels: Mapping[str, Sequence[float] | np.ndarray],
     quotas: Mapping[str, int],
@@ -358,22 +304,37 @@ def select_candidates(
     `channels` maps a channel name (lexical, bm25, dense …) to one score per passage, higher
     is better. First each channel contributes its best `quotas[name]` passages with a
     positive score (channels in name order, so one channel's strong hits are never crowded
-    out by another's); the rest of `total` goes to the passages the channels agree on:
-    reciprocal-rank fusion of all channels over the whole scope, among passages that score
-    above zero in at least one channel. Deterministic: ties go to the lower index.
+    out by another's; `QUOTA_ONLY` channels' places are kept first and taken last); the
+    rest of `total` goes to the passages the channels agree on: reciprocal-rank fusion of
+    all channels over the whole scope, among passages that score above zero in at least
+    one channel (`QUOTA_ONLY` channels fill their quota only).
+    Deterministic: ties go to the lower index.
     """
     if total <= 0 or not channels:
         return []
     arrays = {name: np.asarray(values, dtype=np.float64) for name, values in channels.items()}
     size = len(next(iter(arrays.values())))
+    # The quota-only channels' places are reserved first, and taken after the others' (their
+    # passages that another channel found keep that channel's place in the order).
+    reserved: dict[int, None] = {}
+    for name in sorted(QUOTA_ONLY & set(arrays)):
+        for index in top_indices(arrays[name], min(quotas.get(name, 0), total - len(reserved))):
+            reserved.setdefault(index)
+    arrays = {name: values for name, values in arrays.items() if name not in QUOTA_ONLY}
     chosen: list[int] = []
     seen: set[int] = set()
     for name in sorted(arrays):
-        for index in top_indices(arrays[name], min(quotas.get(name, 0), total - len(chosen))):
+        pending = sum(1 for index in reserved if index not in seen)
+        room = min(quotas.get(name, 0), total - len(chosen) - pending)
+        for index in top_indices(arrays[name], room):
             if index not in seen:
                 chosen.append(index)
                 seen.add(index)
-    if len(chosen) >= total:
+    for index in reserved:
+        if index not in seen:
+            chosen.append(index)
+            seen.add(index)
+    if len(chosen) >= total or not arrays:
         return chosen[:total]
     fused = np.asarray(reciprocal_rank_fusion(arrays, rrf_k))
     matched = np.zeros(size, dtype=bool)
@@ -455,17 +416,20 @@ def retrieve_candidates(
     embedded_query: str = "",
     selected: Sequence[int] | None = None,
     sparse_scores: np.ndarray | None = None,
+    dated: Dated | None = None,
 ) -> Candidates:
     """The candidate channels over `corpus` and the selection of `retrieval.max_candidates`
     of them (`select_candidates`; `selected`: already chosen while the scope was streamed),
     of which the first `total` are the candidates and the others `spare`. Dense channels
     come from the corpus's vectors when there are a `query_vector` and vectors; the SPLADE
-    channel from `sparse_scores` (one per passage) when its quota is above zero."""
+    channel from `sparse_scores` (one per passage) when its quota is above zero; the date
+    channel from `dated`, the passages inside the question's time range (`dated.py`)."""
     channels: dict[str, Sequence[float] | np.ndarray] = {"lexical": scores}
     quotas = {"lexical": retrieval.lexical_candidates}
     if bm25:
         channels["bm25"] = bm25
         quotas["bm25"] = retrieval.bm25_candidates
+    best: np.ndarray | None = None
     if query_vector is not None and corpus.vectors is not None:
         dense = corpus.vectors @ query_vector
         channels["dense"] = dense
@@ -482,6 +446,13 @@ def retrieve_candidates(
     if sparse_scores is not None and retrieval.splade_candidates > 0:
         channels["splade"] = sparse_scores
         quotas["splade"] = retrieval.splade_candidates
+    if dated is not None and retrieval.date_candidates > 0:
+        ordered_dated = dated.best
+        if ordered_dated is None:
+            quota = retrieval.date_candidates
+            ordered_dated = best_dated(dated, corpus.passages, scores, best, quota)
+        channels["date"] = date_channel(len(corpus.passages), dated.inside, ordered_dated)
+        quotas["date"] = retrieval.date_candidates
     # One selection of the full size: its first `total` are what a selection of `total`
     # would choose (quotas, then fusion, fill in the same order); the rest take the places
     # expansion leaves unused.

@@ -14,6 +14,8 @@ Passes, each reading the scope once:
    feedback and the sample of texts its word statistics come from;
 3. feedback — only when feedback found terms: the final scores with them;
 4. expand — only when the first hits name entities to search: the passages naming them.
+The passages inside the question's time range (the date channel, see `dated.py`) are marked
+in pass 2, and the best of them kept in the last scoring pass.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ import numpy as np
 from smartsearch_mcp.config import ExpansionConfig, RetrievalConfig
 from smartsearch_mcp.pipeline import lap, off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
+from smartsearch_mcp.pipeline.dated import (
+    Dated,
+    DateWindow,
+    add_date_bonus,
+    date_channel,
+    date_order_key,
+    windows_of,
+)
 from smartsearch_mcp.pipeline.lexical import (
     CorpusStats,
     EntityMention,
@@ -40,7 +50,6 @@ from smartsearch_mcp.pipeline.retrieve import (
     STATS_SAMPLE,
     Corpus,
     RankingTexts,
-    add_date_bonus,
     add_speaker_bonus,
     feedback_texts,
     idf_from_counts,
@@ -71,6 +80,7 @@ class ScanResult:
     passages: int  # passages in the whole scope
     timings_ms: dict[str, float]  # count, score, feedback, select, expand
     index: ScopeIndex  # for the next scan of the same scope
+    dated: Dated | None = None  # the kept passages inside the question's time range
 
 
 @dataclass
@@ -167,6 +177,72 @@ class _Best:
         return [(-negated, passage, lowered) for _, negated, passage, lowered in ordered]
 
 
+class _BestDated:
+    """The `size` best passages inside a time range by `dated.date_order_key`."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._heap: list[tuple[tuple[float, float, str, int], Passage, str]] = []
+
+    def offer(self, score: float, position: int, passage: Passage, lowered: str) -> None:
+        if self.size <= 0:
+            return
+        item = (date_order_key(score, 0.0, passage, position), passage, lowered)
+        if len(self._heap) < self.size:
+            heapq.heappush(self._heap, item)
+        elif item[0] > self._heap[0][0]:
+            heapq.heapreplace(self._heap, item)
+
+    def items(self) -> list[tuple[int, Passage, str]]:
+        """(position, passage, lowered), best first."""
+        ordered = sorted(self._heap, key=lambda item: item[0], reverse=True)
+        return [(-key[3], passage, lowered) for key, passage, lowered in ordered]
+
+
+class _DateScan:
+    """The passages of a streamed scope inside the question's time range: one flag per
+    passage for each window (`dated.windows_of`), and the best of them for the date
+    channel, offered their final scores page by page."""
+
+    def __init__(self, windows: list[DateWindow], total: int, quota: int) -> None:
+        self.windows = windows
+        self.quota = quota
+        self.inside = [np.zeros(total, dtype=bool) for _ in windows]
+        self.best = [_BestDated(quota) for _ in windows]
+        self.chosen: int | None = None  # the window used, once every passage was seen
+
+    def mark(self, positions: list[int], passages: list[Passage], lowered: list[str]) -> None:
+        for window, flags in zip(self.windows, self.inside, strict=True):
+            flags[positions] = [
+                window.holds(p, low) for p, low in zip(passages, lowered, strict=True)
+            ]
+
+    def choose(self) -> None:
+        """Use the first window holding any passage."""
+        for k, flags in enumerate(self.inside):
+            if flags.any():
+                self.chosen = k
+                return
+
+    def restart(self) -> None:
+        """Forget the best passages (the scores are about to change)."""
+        self.best = [_BestDated(self.quota) for _ in self.windows]
+
+    def offer(
+        self,
+        positions: Sequence[int],
+        passages: Sequence[Passage],
+        lowered: Sequence[str],
+        scores: Sequence[float],
+    ) -> None:
+        for k, (flags, best) in enumerate(zip(self.inside, self.best, strict=True)):
+            if self.chosen is not None and k != self.chosen:
+                continue
+            for g, passage, low, score in zip(positions, passages, lowered, scores, strict=True):
+                if flags[g]:
+                    best.offer(float(score), g, passage, low)
+
+
 async def scan_scope(
     pages: Pages,
     split: Split,
@@ -224,6 +300,8 @@ async def scan_scope(
     sample: list[str] = []
     best = _Best(keep)
     kept: dict[int, tuple[Passage, str]] = {}
+    quota = retrieval.date_candidates
+    dates = _DateScan(windows_of(analysis.time_range) if quota > 0 else [], total, quota)
 
     def score(positions: list[int], passages: list[Passage], lowered: list[str]) -> None:
         nonlocal next_sample
@@ -239,9 +317,12 @@ async def scan_scope(
         finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
         final[positions] = finished
         _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
+        dates.mark(positions, passages, lowered)
+        dates.offer(positions, passages, lowered, finished)
 
     async for positions, passages, lowered in _read(pages, index, limiter):
         await off_loop(limiter, score, positions, passages, lowered)
+    dates.choose()
     clock = lap(timings, "score", clock)
 
     feedback_terms: list[WeightedTerm] = []
@@ -260,6 +341,7 @@ async def scan_scope(
     if feedback_terms:
         best = _Best(keep)
         kept = {}
+        dates.restart()
 
         def rescore(positions: list[int], passages: list[Passage], lowered: list[str]) -> None:
             extra = lexical_scores(feedback_terms, lowered)
@@ -267,6 +349,7 @@ async def scan_scope(
             finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
             final[positions] = finished
             _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
+            dates.offer(positions, passages, lowered, finished)
 
         async for positions, passages, lowered in _read(pages, index, limiter):
             await off_loop(limiter, rescore, positions, passages, lowered)
@@ -281,6 +364,15 @@ async def scan_scope(
     if bm25 is not None:
         channels["bm25"] = bm25
         quotas["bm25"] = retrieval.bm25_candidates
+    dated_best: list[int] = []
+    inside: list[int] = []
+    if dates.chosen is not None:
+        for g, passage, low in dates.best[dates.chosen].items():
+            dated_best.append(g)
+            kept[g] = (passage, low)
+        inside = np.flatnonzero(dates.inside[dates.chosen]).tolist()
+        channels["date"] = date_channel(total, inside, dated_best)
+        quotas["date"] = quota
     chosen = await off_loop(limiter, select_candidates, channels, quotas, total_candidates, rrf_k)
     clock = lap(timings, "select", clock)
 
@@ -320,6 +412,13 @@ async def scan_scope(
         speaker_names=speaker_names(index.speakers),
         partial=True,
     )
+    dated = None
+    if dates.chosen is not None:
+        dated = Dated(
+            dates.windows[dates.chosen],
+            inside=[where[g] for g in inside if g in where],
+            best=[where[g] for g in dated_best],
+        )
     return ScanResult(
         corpus=corpus,
         scores=final[order].tolist(),
@@ -328,6 +427,7 @@ async def scan_scope(
         passages=total,
         timings_ms=timings,
         index=index,
+        dated=dated,
     )
 
 

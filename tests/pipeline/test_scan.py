@@ -62,6 +62,10 @@ def _questions() -> list[str]:
     return [q.question for q in conversation.questions] + [
         "What did the assistant suggest about the dance studio?",
         "When did Jon lose his job?",
+        # questions naming a time range: the date channel (sessions 3-5 are in February)
+        "What did Jon do in February 2023?",
+        "What happened in January 2023?",
+        "What did Gina say about the store on 16 March, 2023?",
         "",
         "!!!",
     ]
