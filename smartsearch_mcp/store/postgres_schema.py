@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from smartsearch_mcp.store.queries import folded
 
-# The text search configuration of `turns.fts` since migration 2: the Porter stemmer (the
-# algorithm of SQLite's `porter` tokenizer: the same stems) and no stop words (FTS5 keeps
+# The text search configuration of `turns.fts` since migration 2: diacritics folded, the
+# Porter stemmer (the algorithm of SQLite's `porter` tokenizer) and no stop words (FTS5 keeps
 # every word). Migration 1's configuration (English Snowball stems) stays for its column
 # expression.
 TS_CONFIG = "smartsearch_porter"
@@ -119,11 +119,16 @@ MIGRATIONS: list[tuple[str, ...]] = [
     # `store_changes` by statement triggers, in the writing transaction. Every turn is
     # parsed again here, with the new stems.
     (
+        # Diacritics folded before stemming, as FTS5's `remove_diacritics 2` does (a trusted
+        # extension that ships with PostgreSQL, like pg_trgm).
+        "CREATE EXTENSION IF NOT EXISTS unaccent",
         "CREATE TEXT SEARCH DICTIONARY smartsearch_porter_stem "
         "(TEMPLATE = snowball, Language = porter)",
         f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = english)",
         f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR asciiword, "
-        "asciihword, hword_asciipart, word, hword, hword_part WITH smartsearch_porter_stem",
+        "asciihword, hword_asciipart WITH smartsearch_porter_stem",
+        f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR word, hword, "
+        "hword_part WITH unaccent, smartsearch_porter_stem",
         "ALTER TABLE turns ALTER COLUMN fts DROP EXPRESSION",
         "ALTER TABLE turns ADD COLUMN fts_tokens INTEGER NOT NULL DEFAULT 0",
         f"""CREATE FUNCTION smartsearch_turn_fts() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -1,6 +1,6 @@
 """PostgreSQL's full-text search ranks as SQLite's FTS5 does (store/postgres_fts.py): the same
-turns in the same order with the same BM25 scores, for phrases, stems and speakers, after
-forgets and copies too."""
+turns in the same order with the same BM25 scores, for phrases, stems, accents and speakers,
+after forgets and copies too."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ CONVERSATION = [
     ("Melanie", "I ran into an old friend: she runs a pottery class downtown."),
     ("Caroline", "Pottery! The class meets on Tuesday evenings, she says."),
     ("Melanie", "config.toml broke the deploy; v1.2 fixed it, see a@b.com."),
+    ("Caroline", "Coffee at the café with Zoë, then her résumé: naïve but honest."),
 ]
 OTHER = [
     ("Ann", "The lake froze early this winter, so no hiking for weeks."),
@@ -45,6 +46,8 @@ QUERIES = [
     ["config", "toml", "deploy"],
     ["Tuesday", "class", "the"],
     ["sunrise over the lake"],
+    ["cafe", "Zoe", "resume"],
+    ["café", "résumés"],
 ]
 
 
