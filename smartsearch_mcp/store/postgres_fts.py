@@ -60,10 +60,14 @@ def bm25_search(phrases: list[str], scope: Scope, limit: int) -> Query:
         "ts_filter(setweight(t.fts, 'A', (SELECT array_agg(DISTINCT lexeme) FROM phrase_term)), "
         "'{a}') AS terms "
         f"FROM turns t WHERE t.fts @@ {any_phrase(len(phrases))}), "
-        # f(qi, D): the starts at which every word of phrase i is at its offset.
-        "frequency AS (SELECT id, i, count(*)::float8 AS f FROM ("
+        # f(qi, D): a word's positions; for a phrase of several words, the starts at which
+        # every word of it is at its offset.
+        "frequency AS (SELECT m.id, q.i, cardinality(u.positions)::float8 AS f "
+        "FROM matched m, unnest(m.terms) AS u, phrase_term q "
+        "WHERE q.m = 1 AND q.lexeme = u.lexeme "
+        "UNION ALL SELECT id, i, count(*)::float8 FROM ("
         "SELECT m.id, q.i, p - q.k AS start FROM matched m, unnest(m.terms) AS u, "
-        "unnest(u.positions) AS p, phrase_term q WHERE q.lexeme = u.lexeme "
+        "unnest(u.positions) AS p, phrase_term q WHERE q.m > 1 AND q.lexeme = u.lexeme "
         "GROUP BY m.id, q.i, start HAVING count(*) = max(q.m)) s GROUP BY id, i), "
         "totals AS (SELECT turns::float8 AS n, tokens::float8 / turns::float8 AS avgdl "
         "FROM store_changes WHERE id = 1 AND turns > 0), "
