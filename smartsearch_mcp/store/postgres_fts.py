@@ -69,11 +69,15 @@ def bm25_search(phrases: list[str], scope: Scope, limit: int) -> Query:
         "SELECT m.id, q.i, p - q.k AS start FROM matched m, unnest(m.terms) AS u, "
         "unnest(u.positions) AS p, phrase_term q WHERE q.m > 1 AND q.lexeme = u.lexeme "
         "GROUP BY m.id, q.i, start HAVING count(*) = max(q.m)) s GROUP BY id, i), "
-        "totals AS (SELECT turns::float8 AS n, tokens::float8 / turns::float8 AS avgdl "
-        "FROM store_changes WHERE id = 1 AND turns > 0), "
+        # (Totals that disagree with the table — which `integrity_check` reports — give
+        # scores, never an error.)
+        "totals AS (SELECT greatest(turns, 1)::float8 AS n, "
+        "greatest(tokens, 1)::float8 / greatest(turns, 1)::float8 AS avgdl "
+        "FROM store_changes WHERE id = 1), "
         "idf AS (SELECT f.i, CASE WHEN x.v > 0 THEN x.v ELSE 1e-6::float8 END AS v "
         "FROM (SELECT i, count(*) AS hits FROM frequency GROUP BY i) f, totals, "
-        "LATERAL (SELECT ln((totals.n - f.hits + 0.5::float8) / (f.hits + 0.5::float8)) AS v) x) "
+        "LATERAL (SELECT CASE WHEN totals.n >= f.hits THEN "
+        "ln((totals.n - f.hits + 0.5::float8) / (f.hits + 0.5::float8)) END AS v) x) "
         f"SELECT m.id, sum(idf.v * ((f.f * ({k1} + 1.0::float8)) / (f.f + {k1} * "
         f"(1.0::float8 - {b} + {b} * m.tokens / totals.avgdl))) ORDER BY f.i) AS score "
         "FROM frequency f JOIN matched m ON m.id = f.id JOIN idf ON idf.i = f.i, totals "

@@ -124,3 +124,23 @@ async def test_a_database_of_schema_version_1_is_parsed_again_and_ranks_as_sqlit
     finally:
         await store.close()
     _same(await _searches(sqlite, ("ns", "other")), await _searches(postgres_url, ("ns", "other")))
+
+
+async def test_full_text_totals_that_disagree_with_the_table_are_reported_and_still_rank(
+    postgres_url: str,
+):
+    import psycopg
+
+    await _fill(postgres_url)
+    scope = Scope(("ns", "other"))
+    healthy = await _searches(postgres_url, scope.namespaces)
+    async with await psycopg.AsyncConnection.connect(postgres_url, autocommit=True) as conn:
+        await conn.execute("UPDATE store_changes SET turns = 0, tokens = 0")
+    store = await open_store(postgres_url)
+    try:
+        assert any("full-text statistics" in p for p in await store.integrity_check())
+        for terms, found in zip(QUERIES, healthy, strict=True):
+            hits = await store.search_fts(fts_any(terms), scope, 20)
+            assert {i for i, _ in hits} == {i for i, _ in found}
+    finally:
+        await store.close()
