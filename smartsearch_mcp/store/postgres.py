@@ -427,8 +427,12 @@ class PostgresStore(TurnChecks, SharedReads):
             await cur.execute(*fts.bm25_search(phrases, scope, limit))
             return [(int(r[0]), float(r[1])) for r in await cur.fetchall()]
 
-    async def fts_doc_counts(self, phrases: Sequence[str]) -> dict[str, int]:
-        """How many turns (in every namespace) the full-text index finds for each phrase."""
+    async def fts_doc_counts(
+        self, phrases: Sequence[str], at_most: int | None = None
+    ) -> dict[str, int]:
+        """How many turns (in every namespace) the full-text index finds for each phrase;
+        with `at_most`, counting stops after `at_most + 1` (a common word's exact count
+        reads a third of a million turns at 1M: 0.98 s, stopped at 20,001: 0.15 s)."""
         counts: dict[str, int] = {}
         async with self._cursor() as cur:
             for phrase in dict.fromkeys(phrases):
@@ -436,7 +440,7 @@ class PostgresStore(TurnChecks, SharedReads):
                 if not words:
                     counts[phrase] = 0
                     continue
-                await cur.execute(*fts.doc_count(words))
+                await cur.execute(*fts.doc_count(words, at_most))
                 row = await cur.fetchone()
                 counts[phrase] = int(row[0]) if row else 0
         return counts

@@ -86,6 +86,10 @@ def bm25_search(phrases: list[str], scope: Scope, limit: int) -> Query:
     return statement, [phrases, *scope_params, *phrases, limit]
 
 
-def doc_count(words: list[str]) -> Query:
-    """How many turns (in every namespace) match any of the phrases `words`."""
-    return f"SELECT count(*) FROM turns WHERE fts @@ {any_phrase(len(words))}", list(words)
+def doc_count(words: list[str], at_most: int | None = None) -> Query:
+    """How many turns (in every namespace) match any of the phrases `words`, counting no
+    further than `at_most + 1` when given."""
+    matching = f"SELECT 1 FROM turns WHERE fts @@ {any_phrase(len(words))}"
+    if at_most is None:
+        return f"SELECT count(*) FROM ({matching}) m", list(words)
+    return f"SELECT count(*) FROM ({matching} LIMIT %s) m", [*words, max(0, at_most) + 1]
