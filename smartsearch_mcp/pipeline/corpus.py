@@ -264,9 +264,13 @@ class ScopeCorpora:
         total = await self.store.turn_count_estimate()
         if len(phrases) < 2 or total < PRUNE_FROM_TURNS:
             return " OR ".join(phrases)
-        counts = await self.store.fts_doc_counts(phrases)
-        selective = [p for p in phrases if counts[p] <= COMMON_TERM_SHARE * total]
+        common = int(COMMON_TERM_SHARE * total)
+        # Counted only as far as the cut (a backend may stop there: PostgreSQL must read
+        # the matching turns to count them), exactly when every phrase is common.
+        counts = await self.store.fts_doc_counts(phrases, at_most=common)
+        selective = [p for p in phrases if counts[p] <= common]
         if not selective:
+            counts = await self.store.fts_doc_counts(phrases)
             selective = sorted(phrases, key=lambda p: counts[p])[:2]
         return " OR ".join(selective)
 

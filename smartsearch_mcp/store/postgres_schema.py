@@ -10,17 +10,30 @@ from __future__ import annotations
 
 from smartsearch_mcp.store.queries import folded
 
-# The text search configuration of `turns.fts`: English Snowball stems and no stop words, like
-# SQLite's `porter unicode61` tokenizer (which keeps every word). Named in the column's
-# expression, so it must exist before the table.
-TS_CONFIG = "smartsearch_english"
-# ASCII punctuation becomes space before parsing (under the "C" collation [[:punct:]] is
-# ASCII only): PostgreSQL's parser would otherwise keep "config.toml", "v1.2" or "a@b.com" as
-# one token, which a query of words (store/queries.py, `fts_quote`) never matches; FTS5's
-# tokenizer splits them into words too.
-FTS_DOCUMENT = (
-    f"to_tsvector('{TS_CONFIG}'::regconfig, "
-    "regexp_replace(text || ' ' || coalesce(speaker, ''), '[[:punct:]]+', ' ', 'g'))"
+# The text search configuration of `turns.fts` since migration 2: diacritics folded, the
+# Porter stemmer (the algorithm of SQLite's `porter` tokenizer) and no stop words (FTS5 keeps
+# every word). Migration 1's configuration (English Snowball stems) stays for its column
+# expression.
+TS_CONFIG = "smartsearch_porter"
+_V1_TS_CONFIG = "smartsearch_english"
+
+
+def fts_document(config: str, text: str, speaker: str) -> str:
+    """The tsvector of a turn's text and speaker. ASCII punctuation becomes space before
+    parsing (under the "C" collation [[:punct:]] is ASCII only): PostgreSQL's parser would
+    otherwise keep "config.toml", "v1.2" or "a@b.com" as one token, which a query of words
+    (store/queries.py, `fts_quote`) never matches; FTS5's tokenizer splits them into words
+    too."""
+    return (
+        f"to_tsvector('{config}'::regconfig, "
+        f"regexp_replace({text} || ' ' || coalesce({speaker}, ''), '[[:punct:]]+', ' ', 'g'))"
+    )
+
+
+# A turn's length for BM25, as FTS5 counts it (its number of tokens): the last position in
+# its tsvector (positions count every token; PostgreSQL keeps them up to 16,383).
+_DOCUMENT_LENGTH = (
+    "(SELECT coalesce(max(u.positions[array_upper(u.positions, 1)]), 0) FROM unnest(NEW.fts) u)"
 )
 
 MIGRATIONS: list[tuple[str, ...]] = [
@@ -34,8 +47,8 @@ MIGRATIONS: list[tuple[str, ...]] = [
         "CREATE EXTENSION IF NOT EXISTS pg_trgm",
         "CREATE TEXT SEARCH DICTIONARY smartsearch_english_stem "
         "(TEMPLATE = snowball, Language = english)",
-        f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = english)",
-        f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR asciiword, "
+        f"CREATE TEXT SEARCH CONFIGURATION {_V1_TS_CONFIG} (COPY = english)",
+        f"ALTER TEXT SEARCH CONFIGURATION {_V1_TS_CONFIG} ALTER MAPPING FOR asciiword, "
         "asciihword, hword_asciipart, word, hword, hword_part WITH smartsearch_english_stem",
         """CREATE TABLE sessions (
             namespace TEXT COLLATE "C" NOT NULL,
@@ -62,7 +75,8 @@ MIGRATIONS: list[tuple[str, ...]] = [
             created_at TEXT NOT NULL,
             metadata TEXT NOT NULL DEFAULT '{{}}',
             content_hash TEXT NOT NULL,
-            fts TSVECTOR GENERATED ALWAYS AS ({FTS_DOCUMENT}) STORED,
+            fts TSVECTOR GENERATED ALWAYS AS ({fts_document(_V1_TS_CONFIG, "text", "speaker")})
+                STORED,
             FOREIGN KEY (namespace, session_id) REFERENCES sessions (namespace, id)
                 ON DELETE CASCADE
         )""",
@@ -97,5 +111,59 @@ MIGRATIONS: list[tuple[str, ...]] = [
             version BIGINT NOT NULL
         )""",
         "INSERT INTO store_changes (id, version) VALUES (1, 0)",
+    ),
+    # 2: full-text search ranks by FTS5's BM25 (store/postgres_fts.py), which needs each
+    # turn's length and the table's turn and token totals, and it stems as FTS5's porter
+    # tokenizer does. `fts` is filled by a trigger with the turn's length (one tsvector per
+    # row: a generated length would parse the text a second time); the totals are kept in
+    # `store_changes` by statement triggers, in the writing transaction. Every turn is
+    # parsed again here, with the new stems.
+    (
+        # Diacritics folded before stemming, as FTS5's `remove_diacritics 2` does (a trusted
+        # extension that ships with PostgreSQL, like pg_trgm).
+        "CREATE EXTENSION IF NOT EXISTS unaccent",
+        "CREATE TEXT SEARCH DICTIONARY smartsearch_porter_stem "
+        "(TEMPLATE = snowball, Language = porter)",
+        f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = english)",
+        f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR asciiword, "
+        "asciihword, hword_asciipart WITH smartsearch_porter_stem",
+        f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR word, hword, "
+        "hword_part WITH unaccent, smartsearch_porter_stem",
+        "ALTER TABLE turns ALTER COLUMN fts DROP EXPRESSION",
+        "ALTER TABLE turns ADD COLUMN fts_tokens INTEGER NOT NULL DEFAULT 0",
+        f"""CREATE FUNCTION smartsearch_turn_fts() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            NEW.fts := {fts_document(TS_CONFIG, 'NEW.text COLLATE "C"', "NEW.speaker")};
+            NEW.fts_tokens := {_DOCUMENT_LENGTH};
+            RETURN NEW;
+        END $$""",
+        "CREATE TRIGGER turns_fts BEFORE INSERT OR UPDATE OF text, speaker ON turns "
+        "FOR EACH ROW EXECUTE FUNCTION smartsearch_turn_fts()",
+        "UPDATE turns SET text = text",
+        "ALTER TABLE store_changes ADD COLUMN turns BIGINT NOT NULL DEFAULT 0, "
+        "ADD COLUMN tokens BIGINT NOT NULL DEFAULT 0",
+        "UPDATE store_changes SET turns = (SELECT count(*) FROM turns), "
+        "tokens = (SELECT coalesce(sum(fts_tokens), 0) FROM turns)",
+        """CREATE FUNCTION smartsearch_count_turns() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            IF TG_OP IN ('INSERT', 'UPDATE') THEN
+                UPDATE store_changes SET turns = turns + a.n, tokens = tokens + a.t
+                FROM (SELECT count(*) AS n, coalesce(sum(fts_tokens), 0) AS t FROM added) a
+                WHERE id = 1;
+            END IF;
+            IF TG_OP IN ('DELETE', 'UPDATE') THEN
+                UPDATE store_changes SET turns = turns - r.n, tokens = tokens - r.t
+                FROM (SELECT count(*) AS n, coalesce(sum(fts_tokens), 0) AS t FROM removed) r
+                WHERE id = 1;
+            END IF;
+            RETURN NULL;
+        END $$""",
+        "CREATE TRIGGER turns_counted_insert AFTER INSERT ON turns REFERENCING NEW TABLE AS "
+        "added FOR EACH STATEMENT EXECUTE FUNCTION smartsearch_count_turns()",
+        "CREATE TRIGGER turns_counted_delete AFTER DELETE ON turns REFERENCING OLD TABLE AS "
+        "removed FOR EACH STATEMENT EXECUTE FUNCTION smartsearch_count_turns()",
+        "CREATE TRIGGER turns_counted_update AFTER UPDATE ON turns REFERENCING OLD TABLE AS "
+        "removed NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION "
+        "smartsearch_count_turns()",
     ),
 ]

@@ -431,9 +431,12 @@ class SQLiteStore(TurnChecks, SharedReads):
         except sqlite3.OperationalError as exc:
             raise InputError(f"full-text query could not be run: {exc}") from exc
 
-    async def fts_doc_counts(self, phrases: Sequence[str]) -> dict[str, int]:
+    async def fts_doc_counts(
+        self, phrases: Sequence[str], at_most: int | None = None
+    ) -> dict[str, int]:
         """How many turns (in every namespace) the full-text index finds for each FTS5
-        phrase: cheap (the index's document lists are counted, no row is read)."""
+        phrase: cheap (the index's document lists are counted, no row is read), so always
+        exact (a count above `at_most` may be reported as any number above it)."""
         counts: dict[str, int] = {}
         for phrase in dict.fromkeys(phrases):
             try:

@@ -196,6 +196,9 @@ async def test_fts_doc_counts_and_turn_count_estimate(store):
     await store.remember("b", "s", [TurnInput("blue fox")])
     counts = await store.fts_doc_counts(['"red"', '"fox"', '"owl"'])
     assert counts == {'"red"': 2, '"fox"': 2, '"owl"': 0}
+    # Counting may stop past `at_most`: counts up to it are exact, larger ones stay larger.
+    capped = await store.fts_doc_counts(['"red"', '"blue"', '"owl"'], at_most=1)
+    assert capped['"red"'] > 1 and capped['"blue"'] == 1 and capped['"owl"'] == 0
     assert await store.turn_count_estimate() >= 3
 
 

@@ -15,6 +15,7 @@ import pytest
 from servers import LEXICAL_TOML
 
 from smartsearch_mcp.store import DatabaseError, open_store
+from smartsearch_mcp.store.postgres_schema import MIGRATIONS
 from smartsearch_mcp.store.postgres_url import is_postgres_url, mask_url, scrub
 from smartsearch_mcp.types import InputError, Scope, TurnInput
 
@@ -256,7 +257,7 @@ async def test_servers_starting_together_on_a_new_database_migrate_it_once(postg
                 for _ in range(8):
                     group.start_soon(start)
         assert len(stores) == 8
-        assert {await s.schema_version() for s in stores} == {1}
+        assert {await s.schema_version() for s in stores} == {len(MIGRATIONS)}
         await stores[0].remember("ns", "s", [TurnInput("after the start")])
         assert (await stores[7].stats()).turns == 1
     finally:
