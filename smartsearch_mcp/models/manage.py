@@ -81,19 +81,32 @@ def check_models(
     """
     registry = ModelRegistry.from_config(config, allow_download=allow_download)
     statuses: list[ModelStatus] = []
-    for kind in kinds if kinds is not None else configured_kinds(config):
-        if kind == "spacy":
-            model: Any = registry.get_nlp()
-        elif kind in SCORER_KINDS:
-            model = registry.get_scorer(cast(ScorerKind, kind))
-        else:
-            raise ValueError(f"unknown model kind {kind!r}; known: {', '.join(MODEL_KINDS)}")
-        status = registry.status(kind)
-        assert status is not None  # the getter above tried to load it
-        if model is not None:
-            status = _smoke_test(kind, model, status)
-        statuses.append(status)
+    # The registry logs each load's outcome; the statuses returned say the same, so the
+    # report (doctor, `models`) would show a failure twice.
+    registry_log = logging.getLogger(ModelRegistry.__module__)
+    level = registry_log.level
+    registry_log.setLevel(logging.ERROR)
+    try:
+        for kind in kinds if kinds is not None else configured_kinds(config):
+            statuses.append(_checked(registry, kind))
+    finally:
+        registry_log.setLevel(level)
     return statuses
+
+
+def _checked(registry: ModelRegistry, kind: str) -> ModelStatus:
+    """Load the model `kind` from `registry`, smoke-test it, and return its status."""
+    if kind == "spacy":
+        model: Any = registry.get_nlp()
+    elif kind in SCORER_KINDS:
+        model = registry.get_scorer(cast(ScorerKind, kind))
+    else:
+        raise ValueError(f"unknown model kind {kind!r}; known: {', '.join(MODEL_KINDS)}")
+    status = registry.status(kind)
+    assert status is not None  # the getter above tried to load it
+    if model is not None:
+        status = _smoke_test(kind, model, status)
+    return status
 
 
 def model_fixes(statuses: Sequence[ModelStatus]) -> list[str]:

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 from tiny_models import TinyModels
 
 from smartsearch_mcp.config import Config, ModelsConfig
-from smartsearch_mcp.models import ModelDownloadError, check_models, download_models
+from smartsearch_mcp.models import (
+    ModelDownloadError,
+    ModelRegistry,
+    check_models,
+    download_models,
+)
 
 
 def tiny_config(tiny_models: TinyModels, **models: str) -> Config:
@@ -45,6 +51,21 @@ def test_check_models_reports_a_broken_model_without_raising(
 
     assert not status.ok and status.location == str(tmp_path)
     assert status.message is not None and status.message.startswith("ColBERT ranker unavailable")
+
+
+def test_a_failed_model_is_reported_once_not_logged_as_well(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    config = Config().with_overrides(models={"cross_encoder": "org/not-cached"})
+    registry_log = logging.getLogger(ModelRegistry.__module__)
+    level = registry_log.level
+
+    with caplog.at_level(logging.WARNING):
+        [status] = check_models(config, kinds=["cross_encoder"])
+
+    assert not status.ok and status.message
+    assert not [r for r in caplog.records if status.message in r.getMessage()]
+    assert registry_log.level == level  # put back for the server's own loads
 
 
 def test_check_models_does_not_download_by_default() -> None:
