@@ -24,12 +24,27 @@ async def test_export_while_a_server_writes_is_a_committed_state(tmp_path: Path)
     config = write_lexical_config(tmp_path)
     exports: list[list[dict]] = []
     done = anyio.Event()
+    batches = 0
+
+    def in_session(turns: list[dict]) -> int:
+        return sum(t["session_id"] == "s" for t in turns)
 
     async def write(client: Client) -> None:
-        for batch in range(30):
-            turns = [{"text": f"batch {batch} turn {i}"} for i in range(BATCH)]
+        nonlocal batches
+
+        async def one() -> None:
+            nonlocal batches
+            turns = [{"text": f"batch {batches} turn {i}"} for i in range(BATCH)]
             stored = await client.call_tool("remember", {"turns": turns, "session_id": "s"})
             assert not stored.is_error, stored.content
+            batches += 1
+
+        # At least 30 batches, and on until an export holds some of them, then one more: so
+        # a snapshot is always taken while writes are still coming, however fast the writes
+        # or slow the CLI's start (with a fixed count, all could land before one export).
+        while batches < 30 or not any(in_session(turns) for turns in exports):
+            await one()
+        await one()
         done.set()
 
     async def export() -> None:
@@ -50,10 +65,10 @@ async def test_export_while_a_server_writes_is_a_committed_state(tmp_path: Path)
                 group.start_soon(write, client)
                 group.start_soon(export)
     # At least one snapshot was taken while writes were still coming.
-    assert any(0 < sum(t["session_id"] == "s" for t in turns) < 30 * BATCH for turns in exports)
+    assert any(0 < in_session(turns) < batches * BATCH for turns in exports)
     for turns in exports:
         # Each remember commits a whole batch: a snapshot holds whole batches, in order.
         session = [t["text"] for t in turns if t["session_id"] == "s"]
-        batches = len(session) // BATCH
-        assert session == [f"batch {b} turn {i}" for b in range(batches) for i in range(BATCH)]
+        whole = len(session) // BATCH
+        assert session == [f"batch {b} turn {i}" for b in range(whole) for i in range(BATCH)]
         assert sum(t["session_id"] == "warm-up" for t in turns) == 1
