@@ -51,6 +51,7 @@ from smartsearch_mcp.models.scorers import (
     CrossEncoderBackend,
     CrossEncoderScorer,
     maxsim,
+    onnx_importable,
 )
 from smartsearch_mcp.pipeline.rank import run_scorers
 from smartsearch_mcp.pipeline.token_vectors import CandidateTokens, pack_tokens, unpack_tokens
@@ -438,7 +439,7 @@ def _time_naive(
 def _time_recall_way(
     paths: dict[str, Path],
     pairs: list[tuple[str, list[str]]],
-    precision: str,
+    requested: str,
     config: Config,
     parallel: int,
     cores: int,
@@ -448,14 +449,14 @@ def _time_recall_way(
     batch = config.models.batch_size
     cross = colbert = None
 
-    def load_cross(backend: str, precision: str) -> CrossEncoderScorer:
+    def load_cross(backend: str, wanted: str) -> CrossEncoderScorer:
         location = ModelLocation(
             str(paths["cross_encoder"]), str(paths["cross_encoder"]), "directory"
         )
         return CrossEncoderScorer.load(
             location,
             batch_size=batch,
-            precision=precision,
+            precision=wanted,
             backend=cast(CrossEncoderBackend, backend),
             threads=threads,
             onnx_cache=paths["cross_encoder"].parent / "onnx",
@@ -463,9 +464,9 @@ def _time_recall_way(
 
     out: dict[str, Any] = {"threads": threads, "layouts": {}}
     if "cross_encoder" in paths:
-        cross = load_cross(config.models.cross_encoder_backend, precision)
+        cross = load_cross(config.models.cross_encoder_backend, requested)
         out["cross_encoder_runtime"] = {"backend": cross.backend, "precision": cross.precision}
-    precision = resolve_precision(precision, config.models.device)
+    precision = resolve_precision(requested, config.models.device)  # torch's, for ColBERT
     if "colbert" in paths:
         location = ModelLocation(str(paths["colbert"]), str(paths["colbert"]), "directory")
         colbert = ColbertScorer.load(
@@ -500,7 +501,7 @@ def _time_recall_way(
     # The other runtime of the cross-encoder, timed as recall runs it: ONNX Runtime int8
     # when recall's is torch, torch (at `precision`) when recall's is ONNX Runtime.
     other: CrossEncoderScorer | None = None
-    if cross is not None and cross.backend == "torch" and _onnx_installed():
+    if cross is not None and cross.backend == "torch" and onnx_importable():
         progress(f"  recall, cross-encoder on ONNX Runtime int8: {threads} thread(s)")
         other, row = load_cross("onnx", "int8"), "recall_onnx_int8"
     elif cross is not None and cross.backend == "onnxruntime":
@@ -545,12 +546,6 @@ def _agreement(
         "mean_spearman": round(statistics.mean(rhos), 4),
         "same_first": f"{same_first}/{len(pairs)}",
     }
-
-
-def _onnx_installed() -> bool:
-    import importlib.util
-
-    return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
 
 
 def _time_layout(

@@ -461,6 +461,11 @@ def _onnx_fits(device: str, precision: str, importer: Importer) -> bool:
     CPU, with onnxruntime and onnx importable."""
     if device != "cpu" or precision not in ("auto", "int8"):
         return False
+    return onnx_importable(importer)
+
+
+def onnx_importable(importer: Importer = importlib.import_module) -> bool:
+    """Whether onnxruntime and onnx (the `onnx` extra) import."""
     try:
         importer("onnxruntime")
         importer("onnx")

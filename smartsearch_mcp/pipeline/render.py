@@ -68,14 +68,13 @@ def session_heading(session_id: str, namespace: str | None, day: str) -> str:
     return f"\n## Session {session_id}{where} — {day or 'undated'}"
 
 
-def passage_line(scored: Scored, show_clock: bool = True) -> str:
-    """One passage as the agent reads it: time of day (the heading has the date; left out
-    when `show_clock` is False), speaker, turn id, text."""
+def passage_line(scored: Scored, clock: str = "") -> str:
+    """One passage as the agent reads it: `clock`, the time of day, when given (the heading
+    has the date), speaker, turn id, text."""
     passage = scored.candidate.passage
     turn = passage.turn
     who = turn.speaker or turn.role
-    clock = _clock(turn.timestamp)
-    when = f"[{clock}] " if clock and show_clock else ""
+    when = f"[{clock}] " if clock else ""
     return f"{when}{who} (turn {turn.id}): {passage.text}"
 
 
@@ -123,7 +122,7 @@ def render_recall(
                 items, key=lambda s: (s.candidate.passage.turn.position, s.candidate.passage.start)
             ):
                 clock = _clock(scored.candidate.passage.turn.timestamp)
-                lines.append(passage_line(scored, show_clock=clock != shown))
+                lines.append(passage_line(scored, clock if clock != shown else ""))
                 shown = clock
     if passages:  # the turns multi-hop notes point to are among them
         lines.extend(hop_line(hop) for hop in hops)
@@ -171,8 +170,9 @@ class RenderedCost:
         turn = scored.candidate.passage.turn
         day = _day(turn.timestamp)
         clocks = self._groups.get((turn.namespace, turn.session_id, day))
-        show_clock = clocks is None or _clock(turn.timestamp) not in clocks
-        tokens = self.counter.count("\n" + passage_line(scored, show_clock))
+        clock = _clock(turn.timestamp)
+        shown = clock if clocks is None or clock not in clocks else ""
+        tokens = self.counter.count("\n" + passage_line(scored, shown))
         if clocks is None:
             tokens += self.counter.count(session_heading(turn.session_id, turn.namespace, day))
         return tokens
