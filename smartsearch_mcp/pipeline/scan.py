@@ -202,7 +202,8 @@ class _BestDated:
 class _DateScan:
     """The passages of a streamed scope inside the question's time range: one flag per
     passage for each window (`dated.windows_of`), and the best of them for the date
-    channel, offered their final scores page by page."""
+    channel, offered their final scores page by page. The first window holding a passage is
+    the one used, so once a window holds one, later windows are neither tested nor kept."""
 
     def __init__(self, windows: list[DateWindow], total: int, quota: int) -> None:
         self.windows = windows
@@ -216,6 +217,8 @@ class _DateScan:
             flags[positions] = [
                 window.holds(p, low) for p, low in zip(passages, lowered, strict=True)
             ]
+            if flags.any():  # this window will be chosen: later ones need no more tests
+                return
 
     def choose(self) -> None:
         """Use the first window holding any passage."""
@@ -241,6 +244,8 @@ class _DateScan:
             for g, passage, low, score in zip(positions, passages, lowered, scores, strict=True):
                 if flags[g]:
                     best.offer(float(score), g, passage, low)
+            if flags.any():  # the first window holding passages is the one chosen
+                return
 
 
 async def scan_scope(
