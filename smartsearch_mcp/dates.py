@@ -256,6 +256,13 @@ _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("this_unit", _B + r"(?:this|the\s+current)\s+(?P<unit>week|month|year)" + _E),
         ("last_season", _B + r"(?:last|this\s+past)\s+" + _SEASON + _E),
         ("last_month_name", _B + r"(?:last|this\s+past)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
+        ("day_after_tomorrow", _B + r"the\s+day\s+after\s+tomorrow" + _E),
+        ("tomorrow", _B + r"tomorrow" + _E),
+        ("in_n", _B + r"in\s+" + _COUNT + r"\s+" + _UNIT + r"(?:(?:'s|')?\s+time)?" + _E),
+        ("next_weekend", _B + r"next\s+weekend" + _E),
+        ("next_weekday", _B + r"next\s+" + _WEEKDAY + _E),
+        ("next_unit", _B + r"next\s+(?P<unit>week|month|year)" + _E),
+        ("next_month_name", _B + r"next\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("in_month", r"(?<![\w-])(?:in|during|throughout)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("month_modifier", _B + _DETERMINER + r"\s+" + _FULL_MONTH + _E + _MODIFIED),
     )
@@ -271,7 +278,9 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
     expressions count back from `reference`, in calendar units with weeks starting on Monday:
     "yesterday", "today", "N days/weeks/months/years ago" (that day, week, month or year),
     "the past N days" (a rolling window up to the end of today), "last week/month/year",
-    "this week/month/year", "last Saturday", "last weekend", "last summer", "last May". A
+    "this week/month/year", "last Saturday", "last weekend", "last summer", "last May"; and
+    ahead of it: "tomorrow", "in N days/weeks/months/years", "next week/month/year", "next
+    Friday" (the first one after today), "next weekend", "next May". A
     month name used as a modifier ("the February trip", "our May plans") reads as "in
     February".
     The leftmost expression wins; at the same position, the longest. Results keep the
@@ -342,7 +351,15 @@ def _resolve(kind: str, match: re.Match[str], reference: datetime) -> tuple[Date
         month_word is not None
         and month_word.lower().rstrip(".") in ("may", "march")
         and not month_word[0].isupper()
-        and kind in ("month_day", "day_month", "in_month", "last_month_name", "month_modifier")
+        and kind
+        in (
+            "month_day",
+            "day_month",
+            "in_month",
+            "last_month_name",
+            "next_month_name",
+            "month_modifier",
+        )
     ):
         return None  # lowercase "may"/"march" without a year is a verb
     today = reference.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -433,6 +450,47 @@ def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetim
         while _add_months(start, months) > today:
             start = start.replace(year=start.year - 1)
         return start, _add_months(start, months)
+    if kind == "tomorrow":
+        return today + one_day, today + 2 * one_day
+    if kind == "day_after_tomorrow":
+        return today + 2 * one_day, today + 3 * one_day
+    if kind == "in_n":  # "in 3 days", "in two weeks": that day, week, month or year ahead
+        count, unit = _count(g), _req(g, "unit").lower()
+        if unit == "day":
+            day = today + count * one_day
+            return day, day + one_day
+        if unit == "week":
+            start = week_start + timedelta(weeks=count)
+            return start, start + timedelta(weeks=1)
+        if unit == "month":
+            start = _add_months(today.replace(day=1), count)
+            return start, _add_months(start, 1)
+        start = today.replace(year=today.year + count, month=1, day=1)
+        return start, start.replace(year=start.year + 1)
+    if kind == "next_weekend":
+        saturday = week_start + 5 * one_day
+        if saturday <= today:  # on a weekend: the one after it
+            saturday += timedelta(weeks=1)
+        return saturday, saturday + 2 * one_day
+    if kind == "next_weekday":  # the first one after today
+        ahead = (_WEEKDAYS[_req(g, "weekday").lower()] - today.weekday()) % 7 or 7
+        day = today + ahead * one_day
+        return day, day + one_day
+    if kind == "next_unit":
+        unit = _req(g, "unit").lower()
+        if unit == "week":
+            start = week_start + timedelta(weeks=1)
+            return start, start + timedelta(weeks=1)
+        if unit == "month":
+            start = _add_months(today.replace(day=1), 1)
+            return start, _add_months(start, 1)
+        start = today.replace(year=today.year + 1, month=1, day=1)
+        return start, start.replace(year=start.year + 1)
+    if kind == "next_month_name":  # the first such month after this one
+        start = today.replace(month=_month(g), day=1)
+        if start.month <= today.month:
+            start = start.replace(year=start.year + 1)
+        return start, _add_months(start, 1)
     if kind in ("last_month_name", "in_month", "month_modifier"):
         start = today.replace(month=_month(g), day=1)
         if (kind == "last_month_name" and start.month >= today.month) or start > today:

@@ -77,6 +77,23 @@ def day(year: int, month: int, dom: int) -> datetime:
         ("last summer", DateRange(day(2022, 6, 1), day(2022, 9, 1), "last summer")),
         ("last May", DateRange(day(2023, 5, 1), day(2023, 6, 1), "last May")),
         ("last July", DateRange(day(2022, 7, 1), day(2022, 8, 1), "last July")),
+        ("tomorrow", DateRange(day(2023, 6, 15), day(2023, 6, 16), "tomorrow")),
+        (
+            "the day after tomorrow",
+            DateRange(day(2023, 6, 16), day(2023, 6, 17), "the day after tomorrow"),
+        ),
+        ("in 3 days", DateRange(day(2023, 6, 17), day(2023, 6, 18), "in 3 days")),
+        ("in two weeks", DateRange(day(2023, 6, 26), day(2023, 7, 3), "in two weeks")),
+        ("in a month's time", DateRange(day(2023, 7, 1), day(2023, 8, 1), "in a month's time")),
+        ("in a year", DateRange(day(2024, 1, 1), day(2025, 1, 1), "in a year")),
+        ("next week", DateRange(day(2023, 6, 19), day(2023, 6, 26), "next week")),
+        ("next month", DateRange(day(2023, 7, 1), day(2023, 8, 1), "next month")),
+        ("next year", DateRange(day(2024, 1, 1), day(2025, 1, 1), "next year")),
+        ("next Friday", DateRange(day(2023, 6, 16), day(2023, 6, 17), "next Friday")),
+        ("next Wednesday", DateRange(day(2023, 6, 21), day(2023, 6, 22), "next Wednesday")),
+        ("next weekend", DateRange(day(2023, 6, 17), day(2023, 6, 19), "next weekend")),
+        ("next May", DateRange(day(2024, 5, 1), day(2024, 6, 1), "next May")),
+        ("next September", DateRange(day(2023, 9, 1), day(2023, 10, 1), "next September")),
     ],
 )
 def test_find_time_range_reads_each_expression(text: str, expected: DateRange) -> None:
@@ -97,6 +114,22 @@ def test_find_time_range_reads_each_expression(text: str, expected: DateRange) -
 )
 def test_find_time_range_finds_nothing_without_a_date(text: str) -> None:
     assert find_time_range(text, REFERENCE) is None
+
+
+def test_a_weekend_day_reads_next_weekend_as_the_one_after_it() -> None:
+    saturday = datetime(2023, 6, 17, 10, 0)
+    assert find_time_range("next weekend", saturday) == DateRange(
+        day(2023, 6, 24), day(2023, 6, 26), "next weekend"
+    )
+
+
+def test_a_turn_saying_tomorrow_means_the_day_after_it_was_said() -> None:
+    said = datetime(2023, 12, 2, 18, 0)
+    (span,) = mentioned_ranges("Flying to Porto tomorrow, back next Friday!", said)[:1]
+    assert (span.start, span.end) == (day(2023, 12, 3), day(2023, 12, 4))
+    spans = mentioned_ranges("Flying to Porto tomorrow, back next Friday!", said)
+    assert [s.expression for s in spans] == ["tomorrow", "next Friday"]
+    assert spans[1].start == day(2023, 12, 8)
 
 
 def test_the_leftmost_expression_wins() -> None:
