@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from smartsearch_mcp.store.files import DatabaseError
-from smartsearch_mcp.store.postgres_schema import MIGRATIONS
+from smartsearch_mcp.store.postgres_schema import EXTENSIONS, MIGRATIONS
 from smartsearch_mcp.store.postgres_url import scrub
 from smartsearch_mcp.store.turns import now
 from smartsearch_mcp.types import InputError
@@ -74,6 +74,8 @@ async def _migrate_locked(cur: psycopg.AsyncCursor[Any], path: str) -> None:
                 "database (or schema, through options=-csearch_path=…) of its own"
             )
     latest = len(MIGRATIONS)
+    if version < latest:
+        await _shared_extensions(cur)
     if version > latest:
         raise InputError(
             f"the database has schema version {version}, newer than this "
@@ -87,6 +89,26 @@ async def _migrate_locked(cur: psycopg.AsyncCursor[Any], path: str) -> None:
             (number, now()),
         )
         log.info("applied PostgreSQL schema migration %d", number)
+
+
+async def _shared_extensions(cur: psycopg.AsyncCursor[Any]) -> None:
+    """Create the extensions the migrations need in `public` when it is on the search path
+    and this role may create there. An extension is one per database: created by a
+    migration's plain `CREATE EXTENSION` it would land in the memory's own schema (the first
+    of the search path), where a memory in another schema of the database does not find its
+    operator class and dictionary, and dropping that schema would drop them under the other
+    memory (two `bench locomo --db URL` at once). Present already, anywhere, it is left as
+    it is; without the privilege the migration's own statements create it or say why not."""
+    await cur.execute(
+        "SELECT 'public' = ANY(current_schemas(false)) AND has_schema_privilege('public', 'CREATE')"
+    )
+    row = await cur.fetchone()
+    if not row or not row[0]:
+        return
+    for name in EXTENSIONS:
+        await cur.execute("SELECT 1 FROM pg_extension WHERE extname = %s", (name,))
+        if await cur.fetchone() is None:
+            await cur.execute(f"CREATE EXTENSION IF NOT EXISTS {name} SCHEMA public")
 
 
 def first_line(exc: BaseException, url: str) -> str:

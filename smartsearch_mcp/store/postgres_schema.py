@@ -17,6 +17,10 @@ from smartsearch_mcp.store.queries import folded
 TS_CONFIG = "smartsearch_porter"
 _V1_TS_CONFIG = "smartsearch_english"
 
+# The extensions the migrations create (trusted ones: a database owner may), once per
+# database, in `public` where possible (store/postgres_open.py, `_shared_extensions`).
+EXTENSIONS = ("pg_trgm", "unaccent")
+
 
 def fts_document(config: str, text: str, speaker: str) -> str:
     """The tsvector of a turn's text and speaker. ASCII punctuation becomes space before

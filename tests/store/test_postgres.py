@@ -283,3 +283,34 @@ async def test_a_role_that_may_not_create_the_tables_gets_a_clear_error(postgres
         with psycopg.connect(postgres_url, autocommit=True) as db:
             db.execute(f"DROP OWNED BY {role}")
             db.execute(f"DROP ROLE {role}")
+
+
+async def test_memories_in_two_schemas_of_one_database_share_its_extensions(postgres_url):
+    """Two memories in schemas of their own in one database (two `bench locomo --db URL` at
+    once): the second migrates although the first created pg_trgm and unaccent, and it still
+    searches once the first schema is dropped with everything in it."""
+    import psycopg
+
+    from smartsearch_mcp.store.postgres import create_schema, drop_schema
+    from smartsearch_mcp.store.postgres_url import with_search_path
+
+    for schema in ("first_memory", "second_memory"):
+        await create_schema(postgres_url, schema)
+    first = await open_store(with_search_path(postgres_url, "first_memory"))
+    await first.close()
+    second = await open_store(with_search_path(postgres_url, "second_memory"))
+    try:
+        await drop_schema(postgres_url, "first_memory")
+        await second.remember("ns", "s", [TurnInput("The café in Porto serves pastéis")])
+        found = await second.search_fts('"cafe"', Scope(("ns",)), 5)
+        assert len(found) == 1
+        with psycopg.connect(postgres_url) as db:
+            index = db.execute("SELECT to_regclass('second_memory.turns_trigram')").fetchone()
+            assert index is not None and index[0] is not None
+            places = db.execute(
+                "SELECT e.extname, n.nspname FROM pg_extension e JOIN pg_namespace n "
+                "ON n.oid = e.extnamespace WHERE e.extname IN ('pg_trgm', 'unaccent')"
+            ).fetchall()
+        assert sorted(places) == [("pg_trgm", "public"), ("unaccent", "public")]
+    finally:
+        await second.close()
