@@ -260,6 +260,12 @@ class RankConfig(Section):
     # ...and only one said by the same person as the earlier turn (people update their own
     # statements; a later turn by someone else on the topic is conversation).
     supersede_same_speaker: bool = False
+    # ...and only one whose confidence is at least this share of the earlier turn's (an
+    # update names the new state, often not the question's words: "switched me to naproxen").
+    supersede_confidence: float = setting(0.5, at_least=0, at_most=1)
+    # ...and also a later turn of the same session ("you're right, changed it to lemon"):
+    # meant with supersede_needs_change.
+    supersede_within_session: bool = False
     # A recall embeds at most this many passages that have no cached vector yet; the rest
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.

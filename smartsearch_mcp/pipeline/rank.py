@@ -326,10 +326,12 @@ def prefer_later_restatements(
     threshold: float,
     needs_change: bool = False,
     same_speaker: bool = False,
+    min_confidence: float = SUPERSEDE_CONFIDENCE,
+    within_session: bool = False,
 ) -> list[Scored]:
     """Current facts first: among the first `SUPERSEDE_WINDOW` passages, a turn said in a
     later session than a higher-ranked one about the same thing — similarity[i][j] (in the
-    order of `scored`) at least `threshold`, confidence at least `SUPERSEDE_CONFIDENCE` x
+    order of `scored`) at least `threshold`, confidence at least `min_confidence` x
     its — trades places and scores with it. A plan moved, a version upgraded, a person
     replaced: the later statement is the current one; the earlier stays, where the later
     was (moving it just below instead pushed every passage between them down, and under a
@@ -337,8 +339,10 @@ def prefer_later_restatements(
     With `needs_change` only a later turn that says something changed
     (`updates.states_a_change`) moves, and with `same_speaker` only one said by the same
     person (speaker and role) as the earlier turn: people update their own statements, while
-    a later turn of someone else on the topic is conversation. threshold <= 0 returns the
-    input unchanged.
+    a later turn of someone else on the topic is conversation. With `within_session` a later
+    turn of the same session may supersede too ("omg you're right, changed it to lemon"):
+    meant with `needs_change`, since turns of one session follow each other on one topic.
+    threshold <= 0 returns the input unchanged.
     """
     if threshold <= 0 or len(scored) < 2:
         return list(scored)
@@ -349,7 +353,9 @@ def prefer_later_restatements(
         later = scored[j]
         for position in range(order.index(j)):
             i = order[position]
-            if i >= window or not _supersedes(later, scored[i], similarity[i][j], threshold):
+            if i >= window or not _supersedes(
+                later, scored[i], similarity[i][j], threshold, min_confidence, within_session
+            ):
                 continue
             if needs_change and not states_a_change(later.candidate.passage.turn.text):
                 continue
@@ -375,16 +381,24 @@ def _same_speaker(a: Scored, b: Scored) -> bool:
     return (first.speaker, first.role) == (second.speaker, second.role)
 
 
-def _supersedes(later: Scored, earlier: Scored, similarity: float, threshold: float) -> bool:
+def _supersedes(
+    later: Scored,
+    earlier: Scored,
+    similarity: float,
+    threshold: float,
+    min_confidence: float = SUPERSEDE_CONFIDENCE,
+    within_session: bool = False,
+) -> bool:
     new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
     # Turns of one session follow each other on one topic: that is conversation, not an
     # update. A restatement comes back to the subject in a later session.
-    if new.session_id == old.session_id or not float(similarity) >= threshold:
+    same_session = (new.namespace, new.session_id) == (old.namespace, old.session_id)
+    if (same_session and not within_session) or not float(similarity) >= threshold:
         return False
     if (new.timestamp or "", new.id) <= (old.timestamp or "", old.id):
         return False
     sure, than = later.confidence, earlier.confidence
-    return sure is None or than is None or sure >= SUPERSEDE_CONFIDENCE * than
+    return sure is None or than is None or sure >= min_confidence * than
 
 
 def prefer_time_range(

@@ -580,6 +580,8 @@ class RecallPipeline:
             rank.supersede,
             rank.supersede_needs_change,
             rank.supersede_same_speaker,
+            rank.supersede_confidence,
+            rank.supersede_within_session,
         )
 
     async def _score_expensive(

@@ -72,3 +72,32 @@ def test_with_same_speaker_only_a_persons_own_later_statement_supersedes_theirs(
         3,
     ]
     assert ids(prefer_later_restatements([mine, theirs], SIMILAR, 0.45)) == [3, 1]
+
+
+def test_a_weakly_matched_update_supersedes_when_the_confidence_share_allows() -> None:
+    # "which editor do I use?": the switch names the new editor, not the question's words
+    old = item(1, "I write all my code in Vim these days.", 0.9, "a1", "2026-03-02T10:00")
+    new = item(2, "Switched to Helix last week, the modal keys are kinder.", 0.2, "a4",
+               "2026-04-20T10:00")  # fmt: skip
+    assert ids(prefer_later_restatements([old, new], SIMILAR, 0.45, needs_change=True)) == [1, 2]
+    assert ids(
+        prefer_later_restatements([old, new], SIMILAR, 0.45, needs_change=True, min_confidence=0.1)
+    ) == [2, 1]
+
+
+def test_within_session_a_later_change_in_the_same_session_supersedes() -> None:
+    booked = item(1, "Booked the 7:10 train to Leeds for Friday.", 0.9, "t1", "2026-05-04T08:00")
+    fixed = item(2, "Oops, wrong day: changed it to the Saturday 7:10.", 0.6, "t1",
+                 "2026-05-04T08:04")  # fmt: skip
+    chat = item(3, "Leeds again! That train is always full.", 0.6, "t1", "2026-05-04T08:06")
+    same = [booked, fixed]
+    assert ids(prefer_later_restatements(same, SIMILAR, 0.45, needs_change=True)) == [1, 2]
+    assert ids(
+        prefer_later_restatements(same, SIMILAR, 0.45, needs_change=True, within_session=True)
+    ) == [2, 1]
+    # ...still only a turn that says something changed
+    assert ids(
+        prefer_later_restatements(
+            [booked, chat], SIMILAR, 0.45, needs_change=True, within_session=True
+        )
+    ) == [1, 3]
