@@ -305,6 +305,14 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
 # A day or month named without a year in a turn ("on December 3rd", "in March") is the
 # occurrence nearest the turn's own time: plans look ahead as often as memories look back.
 _NEAREST_KINDS = frozenset({"day_month", "month_day", "in_month", "month_modifier"})
+# Kinds whose month is named without a year: a lowercase "may" or "march" there is a verb.
+_BARE_MONTH_KINDS = frozenset(
+    {"month_day", "day_month", "in_month", "last_month_name", "next_month_name", "month_modifier"}
+)
+# Days and calendar units counted from today's by the expression alone.
+_DAY_SHIFTS = {"day_before_yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1,
+               "day_after_tomorrow": 2}  # fmt: skip
+_UNIT_SHIFTS = {"last_unit": -1, "this_unit": 0, "next_unit": 1}
 _HALF_YEAR = timedelta(days=183)
 
 
@@ -351,15 +359,7 @@ def _resolve(kind: str, match: re.Match[str], reference: datetime) -> tuple[Date
         month_word is not None
         and month_word.lower().rstrip(".") in ("may", "march")
         and not month_word[0].isupper()
-        and kind
-        in (
-            "month_day",
-            "day_month",
-            "in_month",
-            "last_month_name",
-            "next_month_name",
-            "month_modifier",
-        )
+        and kind in _BARE_MONTH_KINDS
     ):
         return None  # lowercase "may"/"march" without a year is a verb
     today = reference.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -393,25 +393,11 @@ def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetim
     if kind == "year":
         first = today.replace(year=int(_req(g, "year")), month=1, day=1)
         return first, first.replace(year=first.year + 1)
-    if kind == "yesterday":
-        return today - one_day, today
-    if kind == "day_before_yesterday":
-        return today - 2 * one_day, today - one_day
-    if kind == "today":
-        return today, today + one_day
-    if kind == "ago":
-        count, unit = _count(g), _req(g, "unit").lower()
-        if unit == "day":
-            day = today - count * one_day
-            return day, day + one_day
-        if unit == "week":
-            start = week_start - timedelta(weeks=count)
-            return start, start + timedelta(weeks=1)
-        if unit == "month":
-            start = _add_months(today.replace(day=1), -count)
-            return start, _add_months(start, 1)
-        start = today.replace(year=today.year - count, month=1, day=1)
-        return start, start.replace(year=start.year + 1)
+    if kind in _DAY_SHIFTS:
+        return _calendar_unit("day", _DAY_SHIFTS[kind], today)
+    if kind in ("ago", "in_n"):  # "3 days ago", "in two weeks": that day, week, month, year
+        count = _count(g)
+        return _calendar_unit(_req(g, "unit").lower(), -count if kind == "ago" else count, today)
     if kind == "past_n":
         count, unit = _count(g), _req(g, "unit").lower()
         end = today + one_day
@@ -434,39 +420,14 @@ def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetim
         back = (today.weekday() - _WEEKDAYS[_req(g, "weekday").lower()]) % 7 or 7
         day = today - back * one_day
         return day, day + one_day
-    if kind in ("last_unit", "this_unit"):
-        unit, shift = _req(g, "unit").lower(), -1 if kind == "last_unit" else 0
-        if unit == "week":
-            start = week_start + timedelta(weeks=shift)
-            return start, start + timedelta(weeks=1)
-        if unit == "month":
-            start = _add_months(today.replace(day=1), shift)
-            return start, _add_months(start, 1)
-        start = today.replace(year=today.year + shift, month=1, day=1)
-        return start, start.replace(year=start.year + 1)
+    if kind in _UNIT_SHIFTS:  # last, this, next week/month/year
+        return _calendar_unit(_req(g, "unit").lower(), _UNIT_SHIFTS[kind], today)
     if kind == "last_season":
         first_month, months = _SEASONS[_req(g, "season").lower()]
         start = today.replace(month=first_month, day=1)
         while _add_months(start, months) > today:
             start = start.replace(year=start.year - 1)
         return start, _add_months(start, months)
-    if kind == "tomorrow":
-        return today + one_day, today + 2 * one_day
-    if kind == "day_after_tomorrow":
-        return today + 2 * one_day, today + 3 * one_day
-    if kind == "in_n":  # "in 3 days", "in two weeks": that day, week, month or year ahead
-        count, unit = _count(g), _req(g, "unit").lower()
-        if unit == "day":
-            day = today + count * one_day
-            return day, day + one_day
-        if unit == "week":
-            start = week_start + timedelta(weeks=count)
-            return start, start + timedelta(weeks=1)
-        if unit == "month":
-            start = _add_months(today.replace(day=1), count)
-            return start, _add_months(start, 1)
-        start = today.replace(year=today.year + count, month=1, day=1)
-        return start, start.replace(year=start.year + 1)
     if kind == "next_weekend":
         saturday = week_start + 5 * one_day
         if saturday <= today:  # on a weekend: the one after it
@@ -476,16 +437,6 @@ def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetim
         ahead = (_WEEKDAYS[_req(g, "weekday").lower()] - today.weekday()) % 7 or 7
         day = today + ahead * one_day
         return day, day + one_day
-    if kind == "next_unit":
-        unit = _req(g, "unit").lower()
-        if unit == "week":
-            start = week_start + timedelta(weeks=1)
-            return start, start + timedelta(weeks=1)
-        if unit == "month":
-            start = _add_months(today.replace(day=1), 1)
-            return start, _add_months(start, 1)
-        start = today.replace(year=today.year + 1, month=1, day=1)
-        return start, start.replace(year=start.year + 1)
     if kind == "next_month_name":  # the first such month after this one
         start = today.replace(month=_month(g), day=1)
         if start.month <= today.month:
@@ -497,6 +448,21 @@ def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetim
             start = start.replace(year=start.year - 1)
         return start, _add_months(start, 1)
     raise ValueError(f"unknown time expression kind {kind!r}")
+
+
+def _calendar_unit(unit: str, shift: int, today: datetime) -> tuple[datetime, datetime]:
+    """The calendar day, week (from Monday), month or year `shift` units from today's."""
+    if unit == "day":
+        day = today + timedelta(days=shift)
+        return day, day + timedelta(days=1)
+    if unit == "week":
+        start = today - timedelta(days=today.weekday()) + timedelta(weeks=shift)
+        return start, start + timedelta(weeks=1)
+    if unit == "month":
+        start = _add_months(today.replace(day=1), shift)
+        return start, _add_months(start, 1)
+    start = today.replace(year=today.year + shift, month=1, day=1)
+    return start, start.replace(year=start.year + 1)
 
 
 def _req(groups: dict[str, str | None], name: str) -> str:

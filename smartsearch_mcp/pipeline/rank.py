@@ -386,8 +386,8 @@ def _supersedes(
     earlier: Scored,
     similarity: float,
     threshold: float,
-    min_confidence: float = SUPERSEDE_CONFIDENCE,
-    within_session: bool = False,
+    min_confidence: float,
+    within_session: bool,
 ) -> bool:
     new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
     # Turns of one session follow each other on one topic: that is conversation, not an
