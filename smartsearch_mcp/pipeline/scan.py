@@ -210,22 +210,21 @@ class _DateScan:
         self.quota = quota
         self.inside = [np.zeros(total, dtype=bool) for _ in windows]
         self.best = [_BestDated(quota) for _ in windows]
+        self.holding: int | None = None  # the first window found to hold a passage so far
         self.chosen: int | None = None  # the window used, once every passage was seen
 
     def mark(self, positions: list[int], passages: list[Passage], lowered: list[str]) -> None:
-        for window, flags in zip(self.windows, self.inside, strict=True):
-            flags[positions] = [
-                window.holds(p, low) for p, low in zip(passages, lowered, strict=True)
-            ]
-            if flags.any():  # this window will be chosen: later ones need no more tests
-                return
+        for k, (window, flags) in enumerate(zip(self.windows, self.inside, strict=True)):
+            held = [window.holds(p, low) for p, low in zip(passages, lowered, strict=True)]
+            flags[positions] = held
+            if any(held):
+                self.holding = k
+            if self.holding is not None and k >= self.holding:
+                return  # this window will be chosen: later ones need no more tests
 
     def choose(self) -> None:
         """Use the first window holding any passage."""
-        for k, flags in enumerate(self.inside):
-            if flags.any():
-                self.chosen = k
-                return
+        self.chosen = self.holding
 
     def restart(self) -> None:
         """Forget the best passages (the scores are about to change)."""
@@ -244,8 +243,8 @@ class _DateScan:
             for g, passage, low, score in zip(positions, passages, lowered, scores, strict=True):
                 if flags[g]:
                     best.offer(float(score), g, passage, low)
-            if flags.any():  # the first window holding passages is the one chosen
-                return
+            if self.holding is not None and k >= self.holding:
+                return  # the first window holding passages is the one chosen
 
 
 async def scan_scope(
