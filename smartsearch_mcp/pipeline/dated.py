@@ -47,13 +47,17 @@ SHORT_RANGE = timedelta(days=8)
 # Only texts holding a digit or a word of the date vocabulary are parsed for dates (matched
 # in lowercase text: with IGNORECASE the alternation costs 30 µs per chat turn, not 5).
 _MAY_HOLD_DATE_RE = re.compile(
-    r"\d|yesterday|today|tonight|last|past|previous|ago|this|week|month|year|season|spring"
+    r"\d|day|tomorrow|tonight|next|last|past|previous|ago|this|week|month|year|season|spring"
     r"|summer|fall|autumn|winter|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec|mon|tue"
     r"|wed|thu|fri|sat|sun"
 )
 # What every relative date says ("yesterday", "last week", "3 days ago", "this morning",
-# "the past month", "the current year", see `dates._TIME_PATTERNS`).
-_RELATIVE_RE = re.compile(r"\b(?:yesterday|today|tonight|last|past|previous|ago|this|current)\b")
+# "the past month", "the current year", and ahead: "tomorrow", "next week", "in 2 days",
+# "in a couple of weeks"; see `dates._TIME_PATTERNS`).
+_RELATIVE_RE = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|last|past|previous|ago|this|current|next"
+    r"|in\s+(?:\S+\s+){1,3}?(?:day|week|month|year)s?)\b"
+)
 # ...and what one that reaches more than a month back or ahead says besides ("last summer",
 # "last May", "6 weeks ago", "this year"): farther turns are read only when they hold it.
 _LONG_UNIT_RE = re.compile(

@@ -64,7 +64,8 @@ def test_relative_dates_are_read_only_in_turns_said_near_the_range() -> None:
 WORDS = st.sampled_from(
     ["on", "in", "last", "week", "yesterday", "February", "Feb", "12", "2027", "November",
      "December", "Dec", "4th", "1", "summer", "June", "year",
-     "the", "trip", "3rd", "ago", "2", "days", "May", "this", "month", "2026-11-25", "summer"]
+     "the", "trip", "3rd", "ago", "2", "days", "May", "this", "month", "2026-11-25", "summer",
+     "tomorrow", "next", "two", "weeks"]
 )  # fmt: skip
 THIS_WEEK = DateRange(datetime(2026, 11, 30), datetime(2026, 12, 7), "this week")
 SUMMER = DateRange(datetime(2026, 6, 1), datetime(2026, 9, 1), "summer 2026")
@@ -77,7 +78,7 @@ SPANS = (
 )
 
 
-RELATIVE = ("yesterday", "last", "ago", "this", "past")
+RELATIVE = ("yesterday", "last", "ago", "this", "past", "tomorrow", "next", "in")
 
 
 @settings(max_examples=300)
@@ -101,6 +102,17 @@ def test_the_cheap_test_agrees_with_reading_every_date(
             a < window.end and b > window.start for a, b in text_date_bounds(text, at)
         )
         assert window.holds(make_passage(1, text, timestamp=said)) == full, (text, said, span)
+
+
+def test_dates_ahead_of_a_turn_said_before_the_range_are_read() -> None:
+    # said on Friday 20 November, each of these names a day of the week after
+    window = DateWindow.of(LAST_WEEK)
+    for i, text in enumerate(
+        ("The movers come in 3 days.", "We fly in four days!", "The vet is next Tuesday.")
+    ):
+        assert window.holds(make_passage(i, text, timestamp="2026-11-20T13:00")), text
+    assert not window.holds(make_passage(9, "The vet is tomorrow.", timestamp="2026-11-20T13:00"))
+    assert window.holds(make_passage(9, "The vet is tomorrow.", timestamp="2026-11-22T13:00"))
 
 
 def test_a_week_across_two_months_is_named_by_either() -> None:
