@@ -248,6 +248,12 @@ class RankConfig(Section):
     # The other messages of a burst (passages.burst_seconds) rise to at least burst_credit x
     # the fused score of its best-ranked message (0 disables).
     burst_credit: float = setting(0.0, at_most=1)
+    # An assistant passage replying to a user turn that is among the candidates scores
+    # (1 - echo_discount) x its fused score: the reply restates the question (0 disables).
+    echo_discount: float = setting(0.0, at_most=1)
+    # Every passage of a long turn but its best-ranked one scores (1 - slice_discount) x its
+    # fused score: one turn's slices share a subject (0 disables).
+    slice_discount: float = setting(0.0, at_most=1)
     # Current facts first: among the first passages, a later turn whose bi-encoder similarity
     # to a higher-ranked earlier turn is at least supersede (and whose confidence is at least
     # half of its) rises just above it — a plan moved, a version upgraded. Both stay. 0

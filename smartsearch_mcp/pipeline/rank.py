@@ -233,6 +233,63 @@ def _best_of_user_run(
     return best
 
 
+def discount_echoes(scored: Sequence[Scored], discount: float) -> list[Scored]:
+    """Lower each assistant passage that replies to a user turn among `scored` (the turn
+    just before it in its session) by `discount` x its score (|score|: a negative score goes
+    further down), and sort again, best first (ties keep their order).
+
+    A long reply restates the question it answers, so it matches the question's words about
+    as well as the user's turn does, and a budget fills with two copies of one thing. When
+    the user's turn was found, the reply adds less than another passage would; when it was
+    not, the reply is all there is and keeps its score. 0 returns the input unchanged.
+    """
+    if discount <= 0 or not scored:
+        return list(scored)
+    said = {
+        (item.candidate.passage.turn.namespace, item.candidate.passage.turn.session_id,
+         item.candidate.passage.turn.position)
+        for item in scored
+        if item.candidate.passage.turn.role == "user"
+    }  # fmt: skip
+    lowered = [
+        _lowered(item, discount) if _replies_to_one_of(item.candidate.passage.turn, said) else item
+        for item in scored
+    ]
+    order = sorted(range(len(lowered)), key=lambda i: (-lowered[i].score, i))
+    return [lowered[i] for i in order]
+
+
+def _replies_to_one_of(turn: Turn, said: set[tuple[str, str, int]]) -> bool:
+    """Whether `turn` is an assistant's, said just after one of the user turns `said`."""
+    key = (turn.namespace, turn.session_id, turn.position - 1)
+    return turn.role == "assistant" and key in said
+
+
+def discount_later_slices(scored: Sequence[Scored], discount: float) -> list[Scored]:
+    """Lower every passage of a turn but that turn's best-ranked one by `discount` x its
+    score, and sort again, best first (ties keep their order).
+
+    A long turn is cut into passages (`passages.max_words`); its slices share its subject, so
+    the second and third best slices of one long answer tend to crowd out other turns' best
+    passages under a budget. 0 returns the input unchanged."""
+    if discount <= 0 or not scored:
+        return list(scored)
+    seen: set[int] = set()
+    lowered = []
+    for item in scored:
+        turn_id = item.candidate.passage.turn.id
+        lowered.append(_lowered(item, discount) if turn_id in seen else item)
+        seen.add(turn_id)
+    order = sorted(range(len(lowered)), key=lambda i: (-lowered[i].score, i))
+    return [lowered[i] for i in order]
+
+
+def _lowered(item: Scored, discount: float) -> Scored:
+    if not math.isfinite(item.score):
+        return item
+    return dataclasses.replace(item, score=item.score - discount * abs(item.score))
+
+
 # Rankers that are priors rather than evidence of relevance: they do not make a passage
 # more certain (the speaker flag is 1 for every turn of the named person).
 PRIOR_RANKERS = frozenset({"speaker"})
@@ -473,12 +530,15 @@ def order_candidates(
 ) -> list[Scored]:
     """The candidates best first: the rankers' `scores` fused (`fuse`, weighted by
     `rank.weights`) with their confidence (`with_confidence`; `unseen`: passages of the
-    scope that are not candidates), then session support and reply credit (which carries
-    the confidence)."""
+    scope that are not candidates), then session support, burst and reply credit (which
+    carry the confidence), and the discounts of echoing replies and of a turn's later
+    slices."""
     weights = {name: rank.weights.get(name, 1.0) for name in scores}
     fused = with_confidence(
         fuse(candidates, scores, rank.rrf_k, weights, rank.fusion, unseen), unseen
     )
     fused = add_session_support(fused, rank.session_weight, rank.session_top, rank.session_window)
     fused = credit_bursts(fused, rank.burst_credit, burst_seconds)
-    return credit_replied_turns(fused, rank.reply_credit)
+    fused = credit_replied_turns(fused, rank.reply_credit)
+    fused = discount_echoes(fused, rank.echo_discount)
+    return discount_later_slices(fused, rank.slice_discount)

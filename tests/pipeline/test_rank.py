@@ -15,6 +15,8 @@ from smartsearch_mcp.pipeline.rank import (
     add_session_support,
     calibrated_fusion,
     credit_replied_turns,
+    discount_echoes,
+    discount_later_slices,
     first_pass,
     follow_with_rest,
     fuse,
@@ -206,6 +208,62 @@ def test_reply_credit_keeps_every_passage_never_lowers_a_score_and_sorts_best_fi
     before = {s.candidate.passage.turn.id: s.score for s in items}
     assert all(s.score >= before[s.candidate.passage.turn.id] for s in out)
     assert all(a.score >= b.score for a, b in itertools.pairwise(out))
+
+
+def test_a_reply_to_a_user_turn_that_was_found_falls_below_a_passage_it_led() -> None:
+    items = [
+        said(11, 1, "assistant", 0.9),  # restates turn 10's question, found too
+        said(10, 0, "user", 0.88),
+        said(31, 9, "assistant", 0.8),  # its user turn (8) was not found: kept
+        said(20, 5, "user", 0.7),
+        said(41, 13, "assistant", -0.5),  # a negative score goes further down
+        said(40, 12, "user", -0.6),
+    ]
+
+    out = discount_echoes(items, discount=0.3)
+
+    assert ids(out) == [10, 31, 20, 11, 40, 41]
+    assert [round(s.score, 3) for s in out] == [0.88, 0.8, 0.7, 0.63, -0.6, -0.65]
+    assert discount_echoes(items, discount=0.0) == items
+
+
+def test_every_slice_of_a_turn_but_its_best_is_discounted() -> None:
+    items = [
+        said(40, 20, "assistant", 0.9),  # a long answer's best slice
+        said(40, 20, "assistant", 0.85, start=40),
+        said(40, 20, "assistant", 0.8, start=80),
+        said(12, 2, "user", 0.7),
+    ]
+
+    out = discount_later_slices(items, discount=0.3)
+
+    assert [(s.candidate.passage.turn.id, s.candidate.passage.start) for s in out] == [
+        (40, 0),
+        (12, 0),
+        (40, 40),
+        (40, 80),
+    ]
+    assert [round(s.score, 3) for s in out] == [0.9, 0.7, 0.595, 0.56]
+    assert discount_later_slices(items, discount=0.0) == items
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 8), st.sampled_from(["user", "assistant"]), st.floats(-1, 1)),
+        max_size=20,
+    ),
+    st.floats(0, 1),
+)
+def test_discounts_keep_every_passage_never_raise_a_score_and_sort_best_first(
+    rows: list[tuple[int, str, float]], discount: float
+) -> None:
+    items = [said(100 + p, p, role, x, start=10 * i) for i, (p, role, x) in enumerate(rows)]
+    items.sort(key=lambda s: -s.score)
+    before = {s.candidate.passage.key: s.score for s in items}
+    for out in (discount_echoes(items, discount), discount_later_slices(items, discount)):
+        assert sorted(s.candidate.passage.key for s in out) == sorted(before)
+        assert all(s.score <= before[s.candidate.passage.key] for s in out)
+        assert all(a.score >= b.score for a, b in itertools.pairwise(out))
 
 
 def test_a_cascade_puts_the_head_first_and_the_rest_in_first_pass_order_below_it() -> None:
