@@ -190,7 +190,6 @@ def format_recall(query: str, result: RecallResult) -> str:
         query,
         result.passages,
         result.tokens_used,
-        result.rankers,
         result.hops,
         result.warnings,
         result.stop_reason,

@@ -62,7 +62,6 @@ def fill_rendered(
     turns: Mapping[int, Turn],
     max_tokens: int,
     counter: TokenCounter,
-    ranker: str = "bm25",
 ) -> Filled:
     """Whole turns in ranked order, as many as fit when rendered like a recall's text
     (headings, dates, speakers: see pipeline/render.py) in `max_tokens` — the accounting
@@ -72,6 +71,6 @@ def fill_rendered(
         for i in ranked
         if i in turns
     ]
-    cost = RenderedCost(counter, query, [ranker])
+    cost = RenderedCost(counter, query)
     cut = truncate_to_budget(scored, max_tokens, counter, top_k=0, alpha=0.0, cost=cost)
     return Filled([item.candidate.passage.turn.id for item in cut.kept], cut.tokens_used)

@@ -98,7 +98,6 @@ async def run_small(config: Config, memories: list[dict[str, Any]]) -> list[Smal
                         question,
                         recalled.passages,
                         recalled.tokens_used,
-                        recalled.rankers,
                         recalled.hops,
                         recalled.warnings,
                         recalled.stop_reason,

@@ -220,9 +220,7 @@ class RecallPipeline:
         warnings = list(ranking.warnings)
 
         def cut_with(notes: list[str]) -> Truncation:
-            cost = RenderedCost(
-                self.token_counter(), ranking.query, ranking.rankers, ranking.hops, notes
-            )
+            cost = RenderedCost(self.token_counter(), ranking.query, ranking.hops, notes)
             return truncate_to_budget(
                 ranking.scored,
                 max_tokens,

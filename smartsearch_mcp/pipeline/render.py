@@ -2,7 +2,9 @@
 
 `render_recall` is the `recall` tool's text content (and the CLI's output): a summary line,
 passages grouped by session in time order under a heading with the session's dates, each
-passage on a line with its speaker and turn id, then multi-hop notes and warnings. A line
+passage on a line with its speaker and turn id (`Ann #12:`), then multi-hop notes and
+warnings. What is said once per recall is said in few words: the rankers are in the
+structured result, not the text (a ranker that failed or did not load is in `warnings`). A line
 starts with its time of day when that differs from the line above it under the same
 heading (as chat logs show it): turns stamped with their session's time (imports, LoCoMo)
 show it once per heading, not on every line — about a tenth of a LoCoMo recall's tokens.
@@ -27,7 +29,6 @@ def summary_line(
     passages: int,
     sessions: int,
     tokens: int,
-    rankers: Sequence[str],
     stop_reason: str = "exhausted",
     score_at_cut: float | None = None,
 ) -> str:
@@ -35,7 +36,7 @@ def summary_line(
     stop = stop_phrase(stop_reason, score_at_cut)
     return (
         f"{_count_noun(passages, 'passage')} from {_count_noun(sessions, 'session')} "
-        f"({tokens} tokens; ranked by {', '.join(rankers)}; {stop})."
+        f"({tokens} tokens; {stop})."
     )
 
 
@@ -70,12 +71,12 @@ def session_heading(session_id: str, namespace: str | None, day: str) -> str:
 
 def passage_line(scored: Scored, clock: str = "") -> str:
     """One passage as the agent reads it: `clock`, the time of day, when given (the heading
-    has the date), speaker, turn id, text."""
+    has the date), speaker, `#` turn id (what `forget` takes), text."""
     passage = scored.candidate.passage
     turn = passage.turn
     who = turn.speaker or turn.role
     when = f"[{clock}] " if clock else ""
-    return f"{when}{who} (turn {turn.id}): {passage.text}"
+    return f"{when}{who} #{turn.id}: {passage.text}"
 
 
 def hop_line(hop: Hop) -> str:
@@ -90,7 +91,6 @@ def render_recall(
     query: str,
     passages: Sequence[Scored],
     tokens_used: int,
-    rankers: Sequence[str],
     hops: Sequence[Hop] = (),
     warnings: Sequence[str] = (),
     stop_reason: str = "exhausted",
@@ -111,9 +111,7 @@ def render_recall(
             key=lambda item: min(s.candidate.passage.turn.timestamp or "" for s in item[1]),
         )
         sessions = len({(namespace, session) for namespace, session, _ in groups})
-        lines = [
-            summary_line(len(passages), sessions, tokens_used, rankers, stop_reason, score_at_cut)
-        ]
+        lines = [summary_line(len(passages), sessions, tokens_used, stop_reason, score_at_cut)]
         many_namespaces = len({namespace for namespace, _, _ in groups}) > 1
         for (namespace, session_id, day), items in ordered:
             lines.append(session_heading(session_id, namespace if many_namespaces else None, day))
@@ -144,7 +142,6 @@ class RenderedCost:
 
     counter: TokenCounter
     query: str
-    rankers: Sequence[str]
     hops: Sequence[Hop] = ()
     warnings: Sequence[str] = ()
     # each kept heading (namespace, session, day) -> the times of day of its kept passages
@@ -155,9 +152,7 @@ class RenderedCost:
         first = max(
             self.counter.count(no_match_line(self.query)),
             # the longest summary: counts of at most max_tokens digits, the same for sessions
-            self.counter.count(
-                summary_line(max_tokens, max_tokens, max_tokens, self.rankers, *_LONGEST_STOP)
-            ),
+            self.counter.count(summary_line(max_tokens, max_tokens, max_tokens, *_LONGEST_STOP)),
         )
         notes = [hop_line(hop) for hop in self.hops] + [warning_line(w) for w in self.warnings]
         return first + sum(self.counter.count("\n" + line) for line in notes)
@@ -186,9 +181,7 @@ class RenderedCost:
     def total(self, kept: Sequence[Scored], max_tokens: int) -> int:
         """Tokens of the whole text for `kept`, counted as rendered (the summary line with
         `max_tokens` as the token count, which has at least as many digits as the real one)."""
-        text = render_recall(
-            self.query, kept, max_tokens, self.rankers, self.hops, self.warnings, *_LONGEST_STOP
-        )
+        text = render_recall(self.query, kept, max_tokens, self.hops, self.warnings, *_LONGEST_STOP)
         return self.counter.count(text)
 
 

@@ -3,6 +3,8 @@ and the price truncation pays for each passage."""
 
 from __future__ import annotations
 
+import re
+
 from factories import make_passage
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,7 +25,8 @@ def _scored(turn_id: int, text: str, timestamp: str, session: str = "trip") -> S
 
 
 def _lines(text: str) -> list[str]:
-    return [line for line in text.splitlines() if "(turn " in line]
+    """The passage lines of a recall's text (not the summary, headings or notes)."""
+    return [line for line in text.splitlines() if re.search(r"^(\[\d\d:\d\d\] )?\S+ #\d+: ", line)]
 
 
 def test_a_time_shared_by_the_lines_under_a_heading_is_shown_once() -> None:
@@ -33,12 +36,17 @@ def test_a_time_shared_by_the_lines_under_a_heading_is_shown_once() -> None:
         _scored(3, "Check-in is at 3 pm.", "2026-02-03T18:05:00"),
     ]
 
-    text = render_recall("trip", passages, 100, ["lexical"])
+    text = render_recall("trip", passages, 100)
 
+    assert text.splitlines()[:3] == [
+        "3 passages from 1 session (100 tokens; every match returned).",
+        "",
+        "## Session trip — 2026-02-03",
+    ]
     assert _lines(text) == [
-        "[18:05] Dana (turn 1): We booked the flights to Porto.",
-        "Dana (turn 2): The Airbnb is near the river.",
-        "Dana (turn 3): Check-in is at 3 pm.",
+        "[18:05] Dana #1: We booked the flights to Porto.",
+        "Dana #2: The Airbnb is near the river.",
+        "Dana #3: Check-in is at 3 pm.",
     ]
 
 
@@ -50,7 +58,7 @@ def test_a_line_shows_its_time_when_it_differs_from_the_line_above() -> None:
         _scored(4, "Out for dinner.", "2026-02-03T22:15:00"),
     ]
 
-    lines = _lines(render_recall("trip", passages, 100, ["lexical"]))
+    lines = _lines(render_recall("trip", passages, 100))
 
     assert [line.partition("Dana")[0] for line in lines] == ["[18:05] ", "[21:40] ", "", "[22:15] "]
 
@@ -61,7 +69,7 @@ def test_each_heading_shows_its_first_time_again() -> None:
         _scored(2, "Booked it.", "2026-01-10T09:00:00", session="booking"),
     ]
 
-    lines = _lines(render_recall("trip", passages, 100, ["lexical"]))
+    lines = _lines(render_recall("trip", passages, 100))
 
     assert all(line.startswith("[09:00] ") for line in lines)
 
@@ -70,13 +78,11 @@ def test_a_passage_sharing_a_kept_time_costs_its_line_without_the_time() -> None
     first = _scored(1, "We booked the flights to Porto.", "2026-02-03T18:05:00")
     same_time = _scored(2, "The Airbnb is near the river.", "2026-02-03T18:05:00")
     later = _scored(3, "The Airbnb is near the river.", "2026-02-03T19:30:00")
-    cost = RenderedCost(COUNTER, "trip", ["lexical"])
+    cost = RenderedCost(COUNTER, "trip")
     cost.add(first)
 
-    assert cost.cost(same_time) == COUNTER.count("\nDana (turn 2): The Airbnb is near the river.")
-    assert cost.cost(later) == COUNTER.count(
-        "\n[19:30] Dana (turn 3): The Airbnb is near the river."
-    )
+    assert cost.cost(same_time) == COUNTER.count("\nDana #2: The Airbnb is near the river.")
+    assert cost.cost(later) == COUNTER.count("\n[19:30] Dana #3: The Airbnb is near the river.")
 
 
 @settings(max_examples=60, deadline=None)
@@ -99,10 +105,10 @@ def test_the_rendered_text_never_exceeds_the_budget_whatever_the_times(
         _scored(i + 1, text, stamp, session=session)
         for i, (session, stamp, text) in enumerate(turns)
     ]
-    cost = RenderedCost(COUNTER, "trip", ["lexical"])
+    cost = RenderedCost(COUNTER, "trip")
 
     kept = truncate_to_budget(passages, max_tokens, COUNTER, 0, 0.0, cost=cost)
 
-    text = render_recall("trip", kept.kept, max_tokens, ["lexical"])
+    text = render_recall("trip", kept.kept, max_tokens)
     assert COUNTER.count(text) <= max_tokens
     assert kept.tokens_used <= max_tokens
