@@ -279,7 +279,7 @@ def format_timeline(output: TimelineOutput) -> str:
             lines.append(f"\n## Session {turn.session_id} [{turn.namespace}]")
         when = (turn.timestamp or "undated")[:16].replace("T", " ")
         cut = " […]" if turn.text_truncated else ""
-        lines.append(f"[{when}] {turn.speaker or turn.role} (turn {turn.id}): {turn.text}{cut}")
+        lines.append(f"[{when}] {turn.speaker or turn.role} #{turn.id}: {turn.text}{cut}")
     if output.more:
         lines.append("\n(more turns in this window: raise limit or move since/until)")
     lines.extend(f"warning: {w}" for w in output.warnings)

@@ -75,6 +75,8 @@ async def test_timeline_lists_turns_in_time_order_across_sessions(server):
     assert latest.structured_content["more"] is True
     assert [t["text"] for t in first.structured_content["turns"]] == ["day 10 turn 0"]
     assert "## Session a [proj]" in window.content[0].text
+    first_id = window.structured_content["turns"][0]["id"]
+    assert f"[2024-03-10 10:00] user #{first_id}: day 10 turn 0" in window.content[0].text
 
 
 async def test_timeline_filters_by_session_and_cuts_long_turns(server):
