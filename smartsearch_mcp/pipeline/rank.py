@@ -251,12 +251,8 @@ def discount_echoes(scored: Sequence[Scored], discount: float) -> list[Scored]:
         for item in scored
         if item.candidate.passage.turn.role == "user"
     }  # fmt: skip
-    lowered = [
-        _lowered(item, discount) if _replies_to_one_of(item.candidate.passage.turn, said) else item
-        for item in scored
-    ]
-    order = sorted(range(len(lowered)), key=lambda i: (-lowered[i].score, i))
-    return [lowered[i] for i in order]
+    echoes = [_replies_to_one_of(item.candidate.passage.turn, said) for item in scored]
+    return _lower_flagged(scored, discount, echoes)
 
 
 def _replies_to_one_of(turn: Turn, said: set[tuple[str, str, int]]) -> bool:
@@ -275,19 +271,27 @@ def discount_later_slices(scored: Sequence[Scored], discount: float) -> list[Sco
     if discount <= 0 or not scored:
         return list(scored)
     seen: set[int] = set()
-    lowered = []
+    later = []
     for item in scored:
         turn_id = item.candidate.passage.turn.id
-        lowered.append(_lowered(item, discount) if turn_id in seen else item)
+        later.append(turn_id in seen)
         seen.add(turn_id)
+    return _lower_flagged(scored, discount, later)
+
+
+def _lower_flagged(
+    scored: Sequence[Scored], discount: float, flagged: Sequence[bool]
+) -> list[Scored]:
+    """`scored` with each flagged (finite) score lowered by `discount` x |score|, sorted
+    again best first (ties keep their order)."""
+    lowered = [
+        dataclasses.replace(item, score=item.score - discount * abs(item.score))
+        if flag and math.isfinite(item.score)
+        else item
+        for item, flag in zip(scored, flagged, strict=True)
+    ]
     order = sorted(range(len(lowered)), key=lambda i: (-lowered[i].score, i))
     return [lowered[i] for i in order]
-
-
-def _lowered(item: Scored, discount: float) -> Scored:
-    if not math.isfinite(item.score):
-        return item
-    return dataclasses.replace(item, score=item.score - discount * abs(item.score))
 
 
 # Rankers that are priors rather than evidence of relevance: they do not make a passage
