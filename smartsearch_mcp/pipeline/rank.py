@@ -25,6 +25,7 @@ from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline.bursts import credit_bursts
 from smartsearch_mcp.pipeline.dated import windows_of
 from smartsearch_mcp.pipeline.fusion import competition_ranks, reciprocal_rank_fusion
+from smartsearch_mcp.pipeline.passages import asks_only
 from smartsearch_mcp.pipeline.updates import states_a_change
 from smartsearch_mcp.types import Candidate, Scored, Turn
 
@@ -184,8 +185,11 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
 
     An assistant's reply repeats the user's words at length and so outranks them, while the
     user's turn holds what was actually said ("I've set work-free Sundays starting May 5"
-    before a long piece of advice about boundaries). Only turns among `scored` rise, through
-    their first passage; credit 0 returns the input order unchanged.
+    before a long piece of advice about boundaries). An assistant turn that only asks ("Do
+    you want a feature flag for the PDF layout?") names the subject its answer leaves out,
+    so its credit goes to the user's turn after it instead ("Yes, behind the flag
+    new_invoice_pdf"). Only turns among `scored` rise, through their first passage; credit 0
+    returns the input order unchanged.
     """
     if credit <= 0 or not scored:
         return list(scored)
@@ -202,9 +206,12 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
         turn = item.candidate.passage.turn
         if turn.role != "assistant":
             continue
-        answered = first_passage.get((turn.namespace, turn.session_id, turn.position - 1))
-        if answered is not None:
-            answered = _best_of_user_run(first_passage, turn, answered)
+        if asks_only(turn.text):  # the user's answer holds what it asks about
+            answered = first_passage.get((turn.namespace, turn.session_id, turn.position + 1))
+        else:
+            answered = first_passage.get((turn.namespace, turn.session_id, turn.position - 1))
+            if answered is not None:
+                answered = _best_of_user_run(first_passage, turn, answered)
         if answered is not None and credit * item.score > raised[answered]:
             raised[answered] = credit * item.score
             order_key[answered] = index - 0.5

@@ -13,6 +13,7 @@ from smartsearch_mcp.pipeline.passages import (
     _BOUNDARY_RE,
     _WORD_RE,
     _word_count,
+    asks_only,
     may_split,
     sentence_spans,
     split_into_passages,
@@ -170,3 +171,21 @@ def test_unit_boundaries_end_where_the_reference_definition_ends_them(text: str)
 @given(st.text(max_size=60))
 def test_words_are_counted_as_the_word_pattern_finds_them(text: str) -> None:
     assert _word_count(text) == len(_WORD_RE.findall(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("Do you want a feature flag for the PDF layout?", True),
+        ("Il Giardino?? 🙏", True),  # a trailing emoji is no statement
+        ('"Really?"', True),
+        ("Which room?\nThe terrace or the back room?", True),
+        ("Noted. Shall I add it to the checklist?", False),
+        ("Would you like more? I can help.", False),
+        ("Sure. Which one?\nThe red one.", False),
+        ("?", False),
+        ("", False),
+    ],
+)
+def test_asks_only_when_every_worded_sentence_is_a_question(text: str, asks: bool) -> None:
+    assert asks_only(text) is asks

@@ -188,6 +188,37 @@ def test_reply_credit_goes_to_the_strongest_of_the_users_turns_in_a_row_before_t
     assert ids(credit_replied_turns(items, credit=1.0)) == [12, 14, 10, 13, 11]
 
 
+def worded(turn_id: int, position: int, role: str, score: float, text: str) -> Scored:
+    passage = make_passage(turn_id, text, session_id="s", position=position, role=role)
+    return Scored(candidate=Candidate(passage=passage, lexical_score=1.0), score=score)
+
+
+def test_an_assistant_turn_that_only_asks_credits_the_users_answer_after_it() -> None:
+    items = [
+        worded(11, 1, "assistant", 0.9, "Do you want a feature flag for the PDF layout?"),
+        worded(10, 0, "user", 0.8, "Release 2.0 ships the new invoice PDF layout."),
+        worded(13, 3, "assistant", 0.7, "Noted. Shall I add it to the checklist?"),
+        worded(12, 2, "user", 0.3, "Yes, behind the flag new_invoice_pdf, default off."),
+        worded(14, 4, "user", 0.2, "Also, Lena starts on Monday."),
+    ]
+
+    out = credit_replied_turns(items, credit=1.0)
+
+    # the question lifts its answer (12), not the turn it follows (10); the reply that also
+    # states something (13) credits the user's turn before it as any reply does (12 again)
+    assert ids(out) == [12, 11, 10, 13, 14]
+    assert [s.score for s in out] == [0.9, 0.9, 0.8, 0.7, 0.2]
+
+
+def test_an_assistant_question_whose_answer_was_not_found_credits_nobody() -> None:
+    items = [
+        worded(11, 1, "assistant", 0.9, "Which room did they offer?"),
+        worded(10, 0, "user", 0.3, "Called the restaurant about the party."),
+    ]
+
+    assert credit_replied_turns(items, credit=1.0) == items
+
+
 @given(
     st.lists(
         st.tuples(st.integers(0, 8), st.sampled_from(["user", "assistant"]), st.floats(0, 1)),
