@@ -191,7 +191,8 @@ def analyze_query(query: str, nlp: Any | None, reference: datetime | None = None
     if not has_content:
         warnings.append(
             f"the query {_shown(query)} names nothing to search for (no content word, name, "
-            "number or date), so nothing was recalled; ask about a topic, person or time"
+            "number or date), so nothing was recalled; ask about a topic, person or time, or "
+            "list the latest turns with timeline"
         )
     elif (foreign := language_warning(text)) is not None:
         warnings.append(foreign)
