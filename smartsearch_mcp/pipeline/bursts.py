@@ -77,9 +77,10 @@ def add_burst_matches(
 
 
 def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list[Scored]:
-    """Raise every passage of a burst to at least `credit` x the score of its best-ranked
-    message, just below it (in conversation order), and sort again, best first. Bursts are
-    found among `scored` (see `burst_groups`); credit 0 returns the input unchanged."""
+    """Raise every passage of a burst to at least `credit` x the score (and confidence) of its
+    best-ranked message, just below it (in conversation order), and sort again, best first.
+    Bursts are found among `scored` (see `burst_groups`); credit 0 returns the input
+    unchanged."""
     if credit <= 0 or seconds <= 0 or len(scored) < 2:
         return list(scored)
     passages = [item.candidate.passage for item in scored]
@@ -88,6 +89,7 @@ def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list
     for index, group in enumerate(groups):
         best.setdefault(group, index)  # `scored` is best first
     raised = [item.score for item in scored]
+    sure = [item.confidence for item in scored]
     order_key = [float(i) for i in range(len(scored))]
     for index, group in enumerate(groups):
         leader = best[group]
@@ -98,8 +100,14 @@ def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list
             raised[index] = lifted
             gap = passages[index].turn.position - passages[leader].turn.position
             order_key[index] = leader + 0.5 + gap * 1e-6
+            # ...and as certain as the message that lifted it, so that truncation does not
+            # stop at the burst's other messages ("ok" after "the concert moved to June 13")
+            if (certain := scored[leader].confidence) is not None:
+                sure[index] = max(sure[index] or 0.0, credit * certain)
     out = [
-        item if raised[i] == item.score else dataclasses.replace(item, score=raised[i])
+        item
+        if raised[i] == item.score and sure[i] == item.confidence
+        else dataclasses.replace(item, score=raised[i], confidence=sure[i])
         for i, item in enumerate(scored)
     ]
     order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from given_models import GivenModels
 
@@ -77,6 +79,23 @@ def test_a_burst_is_ranked_together_just_below_its_best_message() -> None:
     assert [item.candidate.passage.turn.position for item in ranked] == [1, 0, 2, 3, 4, 5]
     unchanged = credit_bursts(_scored(passages, [0.1, 0.9, 0.2, 0.5, 0.4, 0.3]), 0.0, 300)
     assert [item.candidate.passage.turn.position for item in unchanged] == [1, 3, 4, 5, 2, 0]
+
+
+def test_a_burst_message_lifted_by_its_best_is_as_certain_as_it() -> None:
+    # truncation stops at the first passage well below the best's confidence: a lifted "omg"
+    # that kept its own would cut the recall short right under "just got the job"
+    items = [
+        dataclasses.replace(item, confidence=sure)
+        for item, sure in zip(
+            _scored(_passages(CHAT), [0.1, 0.9, 0.2, 0.5, 0.4, 0.3]),
+            [0.8, 0.4, 0.3, 0.2, 0.05, 0.0],  # positions 1, 3, 4, 5, 2, 0
+            strict=True,
+        )
+    ]
+    ranked = credit_bursts(items, 0.5, 300)
+    sure = {item.candidate.passage.turn.position: item.confidence for item in ranked}
+    assert sure == {1: 0.8, 0: 0.4, 2: 0.4, 3: 0.4, 4: 0.3, 5: 0.2}
+    assert [item.candidate.passage.turn.position for item in ranked] == [1, 3, 0, 2, 4, 5]
 
 
 @pytest.mark.anyio
