@@ -189,3 +189,17 @@ def test_words_are_counted_as_the_word_pattern_finds_them(text: str) -> None:
 )
 def test_asks_only_when_every_worded_sentence_is_a_question(text: str, asks: bool) -> None:
     assert asks_only(text) is asks
+
+
+def _asks_only_by_every_sentence(text: str) -> bool:
+    worded = [
+        text[start:end].rstrip().rstrip("\"'”’)]")
+        for start, end in sentence_spans(text)
+        if re.search(r"\w", text[start:end])
+    ]
+    return bool(worded) and all(s.endswith("?") for s in worded)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ab ?.!\n\"')]…_9é🙏")), max_size=30))
+def test_asks_only_agrees_with_reading_every_sentence(text: str) -> None:
+    assert asks_only(text) == _asks_only_by_every_sentence(text)
