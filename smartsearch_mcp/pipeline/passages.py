@@ -59,11 +59,11 @@ def asks_only(text: str) -> bool:
     """Whether every sentence of `text` that has a word in it is a question ("Do you want a
     feature flag for the PDF layout?", "Il Giardino?? 🙏"); False for a text without words."""
     # The last sentence with a word must be a question: checked first, so that a long answer
-    # is not split into sentences (0.2 ms for a BEAM answer, for each of its passages).
-    last = len(text)
-    while last and not (text[last - 1].isalnum() or text[last - 1] == "_"):
-        last -= 1
-    if "?" not in text[last:]:
+    # is not split into sentences (0.2 ms for a BEAM answer). The last word character is the
+    # first of the reversed text (a regex, not a loop: one BEAM answer ends in 51,000
+    # characters of "/" and line breaks).
+    found = _HAS_WORD_RE.search(text[::-1])
+    if found is None or "?" not in text[len(text) - found.start() :]:
         return False
     sentences = [text[start:end].rstrip() for start, end in sentence_spans(text)]
     worded = [s.rstrip(_CLOSERS) for s in sentences if _HAS_WORD_RE.search(s)]

@@ -202,11 +202,14 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
     raised = [item.score for item in scored]
     sure = [item.confidence for item in scored]
     order_key = [float(index) for index in range(len(scored))]
+    asks: dict[int, bool] = {}  # by turn id: a long turn has many passages
     for index, item in enumerate(scored):
         turn = item.candidate.passage.turn
         if turn.role != "assistant":
             continue
-        if asks_only(turn.text):  # the user's answer holds what it asks about
+        if turn.id not in asks:
+            asks[turn.id] = asks_only(turn.text)
+        if asks[turn.id]:  # the user's answer holds what it asks about
             answered = first_passage.get((turn.namespace, turn.session_id, turn.position + 1))
         else:
             answered = first_passage.get((turn.namespace, turn.session_id, turn.position - 1))
