@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from smartsearch_mcp.types import Passage, Turn
 
 _WORD_RE = re.compile(r"\S+")
+_CLOSERS = "\"'”’)]"  # closing quotes and brackets that may follow a sentence's end
 # A unit ends after a sentence end (with closing quotes/brackets) or at a line break (only
 # where a match ends counts; each branch starting with a fixed character set makes the
 # scan 2.6x faster than a look-behind and a leading \s*, with the same ends).
-_BOUNDARY_RE = re.compile(r"[.!?…][\"'”’)\]]*\s+|\n\s*")
-_CLOSERS = "\"'”’)]"
+_BOUNDARY_RE = re.compile(rf"[.!?…][{re.escape(_CLOSERS)}]*\s+|\n\s*")
 _HAS_WORD_RE = re.compile(r"\w")
 
 
