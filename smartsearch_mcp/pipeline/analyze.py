@@ -57,16 +57,16 @@ NAMED_LABELS = frozenset(
 )  # fmt: skip
 
 
-def _word_set(words: str) -> frozenset[str]:
+def word_set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-QUESTION_WORDS = _word_set(
+QUESTION_WORDS = word_set(
     "what when where who whom whose which why how whatever whenever wherever whoever"
 )
 # Function words, auxiliaries, pronouns, conversational fillers and vague adverbs: they match
 # nearly every turn, so they are never search terms nor the start of a name.
-STOPWORDS = QUESTION_WORDS | _word_set(
+STOPWORDS = QUESTION_WORDS | word_set(
     """
     a about above after again against all almost along already also although always am among
     an and another any anybody anyone anything anyway anywhere are around as at away be became
@@ -93,14 +93,14 @@ STOPWORDS = QUESTION_WORDS | _word_set(
     """
 )
 # Request verbs that open a question ("List the books...", "Describe...") are not names.
-REQUEST_VERBS = _word_set(
+REQUEST_VERBS = word_set(
     """
     describe list name give show explain summarize summarise find remind compare provide
     identify mention recount share suggest recommend
     """
 )
 # Calendar words are dates, not names (the date stage reads them).
-CALENDAR_WORDS = _word_set(
+CALENDAR_WORDS = word_set(
     """
     monday tuesday wednesday thursday friday saturday sunday january february march april
     may june july august september october november december

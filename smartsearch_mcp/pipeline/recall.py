@@ -48,6 +48,7 @@ from smartsearch_mcp.pipeline.rank import (
     ranking_confidence,
     run_scorers,
 )
+from smartsearch_mcp.pipeline.relations import relation_names, relations_in, with_relation_names
 from smartsearch_mcp.pipeline.render import RenderedCost
 from smartsearch_mcp.pipeline.retrieve import (
     Candidates,
@@ -108,6 +109,10 @@ class _Retrieved:
     said: list[float]
     scan: ScanResult | None
     dated: Dated | None
+    # the question as searched: with the names the memory gives its relations ("my sister"
+    # -> Maya), and where they were found
+    analysis: QueryAnalysis
+    hops: list[Hop]
 
 
 @dataclass
@@ -274,6 +279,7 @@ class RecallPipeline:
             return Ranking(query, analysis, [], [], [], run.warnings, timings_ms=run.timings)
 
         found = await self._retrieve(analysis, scope, nlp, run)
+        analysis = found.analysis
         clock = lap(run.timings, "retrieve", clock)
         candidates = await self._select(analysis, found, run)
         clock = lap(run.timings, "dense", clock)
@@ -288,6 +294,7 @@ class RecallPipeline:
             self.config.retrieval.max_candidates,
             self._entity_cache,
         )
+        hops = [*found.hops, *hops]
         clock = lap(run.timings, "expand", clock)
 
         taken = candidates.take()
@@ -355,10 +362,13 @@ class RecallPipeline:
                 )
             else:
                 corpus = source
+        hops: list[Hop] = []
+        if scan is None:
+            analysis, hops = await off_loop(self._limiter, _named_relations, analysis, corpus)
         said = await off_loop(self._limiter, said_by_named, corpus.passages, analysis)
         if scan is not None:
             run.timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
-            return _Retrieved(corpus, scan.scores, scan.bm25, said, scan, scan.dated)
+            return _Retrieved(corpus, scan.scores, scan.bm25, said, scan, scan.dated, analysis, [])
         scores = await off_loop(
             self._limiter, score_lexically, analysis, corpus, said, cfg, self.config.passages
         )
@@ -372,7 +382,7 @@ class RecallPipeline:
                 corpus.lowered,
                 analysis.time_range,
             )
-        return _Retrieved(corpus, scores, bm25, said, None, dated)
+        return _Retrieved(corpus, scores, bm25, said, None, dated, analysis, hops)
 
     async def _select(self, analysis: QueryAnalysis, found: _Retrieved, run: _Recall) -> Candidates:
         """Stage 2, the dense channels and the choice of candidates among all channels."""
@@ -774,6 +784,24 @@ class RecallPipeline:
         if not self.uses_splade():
             return None
         return await anyio.to_thread.run_sync(self.models.get_splade)
+
+
+def _named_relations(analysis: QueryAnalysis, corpus: Corpus) -> tuple[QueryAnalysis, list[Hop]]:
+    """The question with the names the corpus gives the relations it uses ("my sister" ->
+    Maya, `relations`), and one hop per name: where the memory says it."""
+    relations = relations_in(analysis)
+    if not relations:
+        return analysis, []
+    names = relation_names(relations, corpus.passages, corpus.lowered)
+    hops = [
+        Hop(
+            entity=found.name,
+            found_in=list(dict.fromkeys(corpus.passages[i].turn.id for i in found.said_in)),
+            turn_ids=[],
+        )
+        for found in names
+    ]
+    return with_relation_names(analysis, names), hops
 
 
 def _loading_warning(loading: set[str], rankers: list[str]) -> str:

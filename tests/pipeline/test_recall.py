@@ -210,6 +210,29 @@ async def test_expansion_reports_the_entity_hop_that_added_turns(store):
     assert any("beach near Porto" in turns[t] for t in porto.turn_ids)
 
 
+async def test_a_relation_the_memory_names_is_searched_by_that_name(store):
+    await _fill(store)  # "My sister Clara lives in Porto." / "Clara works as a marine biologist."
+    config = _config(
+        rank={"scorers": ["lexical"]}, retrieval={"prf_docs": 0}, expansion={"enabled": False}
+    )
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("What job does my sister have?", SCOPE)
+    texts = [s.candidate.passage.turn.text for s in ranking.scored]
+    assert "Clara works as a marine biologist." in texts  # it never says "sister"
+    named = next(h for h in ranking.hops if h.entity == "Clara")
+    sister = next(
+        s.candidate.passage.turn
+        for s in ranking.scored
+        if "My sister" in s.candidate.passage.turn.text
+    )
+    assert named.found_in == [sister.id]
+    plain = await pipeline.rank("What job does my friend have?", SCOPE)  # not a relation
+    assert plain.hops == []
+    assert "Clara works as a marine biologist." not in [
+        s.candidate.passage.turn.text for s in plain.scored
+    ]
+
+
 async def test_a_date_in_the_question_raises_turns_said_then(store):
     await store.remember(
         "ns",

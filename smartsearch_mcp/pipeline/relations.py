@@ -1,0 +1,174 @@
+"""Names for the people and pets a question calls by relation: "Where does my sister live?"
+is about Maya when the memory says "a trip with my sister Maya". People name a relative, a
+colleague or a pet once and say "my sister" or "Maya" afterwards, either way round; the name
+a memory gives a relation is searched next to the relation's word (part of stage 2)."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from smartsearch_mcp.pipeline.analyze import (
+    CALENDAR_WORDS,
+    PROPER_WEIGHT,
+    QueryAnalysis,
+    WeightedTerm,
+    chat_spellings,
+    is_stopword,
+    light_stem,
+    word_set,
+)
+from smartsearch_mcp.types import Passage
+
+# Words for a person or pet someone has, as in "my sister", "our vet", "my manager".
+RELATIONS = word_set(
+    """
+    sister brother sibling mom mum mother dad father stepmom stepdad stepmother stepfather
+    wife husband partner spouse fiance fiancee boyfriend girlfriend son daughter stepson
+    stepdaughter cousin aunt uncle niece nephew grandma grandmother grandpa grandfather
+    grandson granddaughter roommate flatmate housemate neighbor neighbour landlord landlady
+    boss manager supervisor colleague coworker mentor teacher tutor coach trainer therapist
+    doctor dentist physio physiotherapist vet dog cat puppy kitten
+    """
+)
+# Words that may stand between "my" and the relation ("my older sister Maya").
+_MODIFIERS = r"(?:(?:older|younger|little|big|baby|twin|eldest|youngest|new|old|best)\s+)*"
+_NAME = r"(?P<name>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)"
+# A name set off by commas: followed by a comma or the end of a clause, not by a list's
+# "and" ("my gf, Toby, and I").
+_NAME_IN_COMMAS = (
+    r"(?P<listed>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)"
+    r"(?=\s*(?:,(?!\s*(?i:and|or)\b)|[.;:!?)]|$))"
+)
+# The most names one relation may be given; with more it is ambiguous ("my colleague" may be
+# many people in a large memory) and no name is added.
+MAX_NAMES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class RelationName:
+    """A name the memory gives a relation the question uses, and the passages that say so."""
+
+    relation: str
+    name: str
+    said_in: tuple[int, ...]  # corpus indices of the passages that name it
+
+
+def relations_in(analysis: QueryAnalysis) -> list[str]:
+    """The relation words of the question's terms ("sisters" -> "sister"), in term order."""
+    found: list[str] = []
+    for term in analysis.terms:
+        if term.kind not in ("noun", "word"):
+            continue
+        word = term.term if term.term in RELATIONS else light_stem(term.term)
+        if word in RELATIONS and word not in found:
+            found.append(word)
+    return found
+
+
+def relation_names(
+    relations: Sequence[str], passages: Sequence[Passage], lowered: Sequence[str]
+) -> list[RelationName]:
+    """For each relation, the names the passages give it, from "my sister Maya", "Maya, my
+    sister", "my manager is called Priya" or "my dog's name is Biscuit" ("our" as "my", a
+    chat spelling as the word: "my sis Noor"); a relation named more than `MAX_NAMES` ways
+    gets none. `lowered`: each passage's text lowercased (a quick filter). In order of
+    `relations`, then of how often a name is given."""
+    out: list[RelationName] = []
+    for relation in relations:
+        spellings = (relation, *chat_spellings(relation))
+        patterns = _patterns(spellings)
+        seen: Counter[str] = Counter()
+        said_in: dict[str, list[int]] = {}
+        for index, low in enumerate(lowered):
+            if not ("my " in low or "our " in low) or not any(w in low for w in spellings):
+                continue
+            text = passages[index].text
+            for pattern, may_open in patterns:
+                for match in pattern.finditer(text):
+                    group = "name" if match.group("name") is not None else "listed"
+                    if not may_open and _opens_sentence(text, match.start(group)):
+                        continue
+                    name = _clean_name(match.group(group))
+                    if name is None:
+                        continue
+                    seen[name] += 1
+                    where = said_in.setdefault(name, [])
+                    if index not in where:
+                        where.append(index)
+        if 0 < len(seen) <= MAX_NAMES:
+            for name, _ in seen.most_common():
+                out.append(RelationName(relation, name, tuple(said_in[name])))
+    return out
+
+
+def with_relation_names(analysis: QueryAnalysis, names: Sequence[RelationName]) -> QueryAnalysis:
+    """`analysis` with each name searched as a name, at the weight of its relation's word (a
+    full name also by its first word: "my boss Tom Becker" is "Tom" later)."""
+    if not names:
+        return analysis
+    weights = {light_stem(t.term): t.weight for t in analysis.terms}
+    weights.update({t.term: t.weight for t in analysis.terms})
+    have = {t.term for t in analysis.terms}
+    extra = []
+    for found in names:
+        full = found.name.lower()
+        weight = min(PROPER_WEIGHT, weights.get(found.relation, PROPER_WEIGHT))
+        for term in dict.fromkeys((full, full.split()[0])):
+            if term not in have:
+                have.add(term)
+                extra.append(WeightedTerm(term, weight, "proper", group=full))
+    terms = sorted([*analysis.terms, *extra], key=lambda t: -t.weight)
+    return dataclasses.replace(analysis, terms=tuple(terms))
+
+
+# The patterns of a relation, each with whether its name may open a sentence.
+_CACHE: dict[tuple[str, ...], tuple[tuple[re.Pattern[str], bool], ...]] = {}
+
+
+def _patterns(spellings: tuple[str, ...]) -> tuple[tuple[re.Pattern[str], bool], ...]:
+    cached = _CACHE.get(spellings)
+    if cached is not None:
+        return cached
+    rel = "(?i:" + "|".join(re.escape(word) for word in spellings) + ")"
+    mine = rf"\b(?i:my|our)\s+(?i:{_MODIFIERS}){rel}"
+    compiled = (
+        # my sister Maya / my sister, Maya, ... ("my girlfriend, Toby and I" is a list)
+        (re.compile(rf"{mine}(?:\s+{_NAME}|,\s+{_NAME_IN_COMMAS})"), True),
+        # I met Maya, my sister (at a sentence start, "Thankfully, my son's ok" is no name)
+        (re.compile(rf"{_NAME},\s+{mine}\b"), False),
+        # my manager is Priya / my manager is called Priya / my dog's name is Biscuit
+        (
+            re.compile(
+                rf"{mine}(?:['’]s\s+(?i:name))?\s+(?i:is|was)\s+(?:(?i:called|named)\s+)?{_NAME}"
+            ),
+            True,
+        ),
+        # my sister, called Maya / my manager named Priya
+        (re.compile(rf"{mine},?\s+(?i:called|named)\s+{_NAME}"), True),
+    )
+    _CACHE[spellings] = compiled
+    return compiled
+
+
+def _opens_sentence(text: str, index: int) -> bool:
+    before = text[:index].rstrip(" \t\"'“‘(")
+    return not before or before[-1] in ".!?\n"
+
+
+def _clean_name(surface: str) -> str | None:
+    """The name in `surface` without a trailing possessive or a word after it that is no
+    name ("Maya I think"), or None when it is not a name ("my sister And", "Last Friday, my
+    partner": a stopword first, a month or day, a relation)."""
+    words: list[str] = []
+    for word in (re.sub(r"['’]s?$", "", word) for word in surface.split()):
+        low = word.lower()
+        if low in CALENDAR_WORDS:
+            return None
+        if not word or is_stopword(low) or low in RELATIONS:
+            break
+        words.append(word)
+    return " ".join(words) or None

@@ -1,0 +1,104 @@
+"""Relations named in the memory: "my sister Maya" makes "Where does my sister live?" search
+Maya too."""
+
+from __future__ import annotations
+
+import pytest
+from factories import make_passage
+
+from smartsearch_mcp.pipeline.analyze import analyze_query
+from smartsearch_mcp.pipeline.lexical import compile_terms
+from smartsearch_mcp.pipeline.relations import (
+    MAX_NAMES,
+    relation_names,
+    relations_in,
+    with_relation_names,
+)
+from smartsearch_mcp.types import Passage
+
+
+def _passages(texts: list[str]) -> tuple[list[Passage], list[str]]:
+    passages = [make_passage(i + 1, text, speaker="Dana") for i, text in enumerate(texts)]
+    return passages, [t.lower() for t in texts]
+
+
+def _names(question: str, texts: list[str]) -> list[tuple[str, str, tuple[int, ...]]]:
+    passages, lowered = _passages(texts)
+    found = relation_names(relations_in(analyze_query(question, None)), passages, lowered)
+    return [(f.relation, f.name, f.said_in) for f in found]
+
+
+@pytest.mark.parametrize(
+    ("text", "relation", "name"),
+    [
+        ("Planning a trip with my sister Maya in February.", "sister", "Maya"),
+        ("My older sister, Maya, lives abroad.", "sister", "Maya"),
+        ("I met Maya, my sister, at the station.", "sister", "Maya"),
+        ("Planning it with my sister Maya I think.", "sister", "Maya"),
+        ("First day went well, my manager is called Priya.", "manager", "Priya"),
+        ("My dog's name is Biscuit.", "dog", "Biscuit"),
+        ("our vet Dr Okafor says he is fine", "vet", "Dr Okafor"),
+        ("lunch with my sis Noor's kids", "sister", "Noor"),  # a chat spelling, a possessive
+        ("my boss Tom Becker wants the report", "boss", "Tom Becker"),
+    ],
+)
+def test_a_relation_is_named_in_the_ways_people_say_it(text, relation, name) -> None:
+    assert _names(f"What about my {relation}?", ["Nothing here.", text]) == [(relation, name, (1,))]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I told my sister I would come.",  # a pronoun, not a name
+        "I called my sister Monday.",  # a day
+        "My sister and I went hiking.",
+        "my sister maya",  # no capital: not read as a name
+        "Sister Maya runs the choir.",  # no "my"
+        "My girlfriend, Toby and I went camping.",  # a list, not a name set off by commas
+        "Last Tuesday, my girlfriend, Toby, and I played games.",
+        "Thankfully, my son's ok.",  # a capitalized word opening the sentence
+        "Last Friday, my partner cooked.",
+    ],
+)
+def test_words_that_are_not_names_are_not_taken_for_one(text) -> None:
+    relation = next(r for r in ("sister", "girlfriend", "son", "partner") if r in text.lower())
+    assert _names(f"Where does my {relation} live?", [text]) == []
+
+
+def test_a_relation_named_many_ways_is_ambiguous_and_gets_no_name() -> None:
+    many = [f"Coffee with my cousin {n}." for n in ("Ana", "Ben", "Cleo", "Dev")][: MAX_NAMES + 1]
+    assert _names("What does my cousin do?", many) == []
+    two = [*many[:MAX_NAMES], "Again with my cousin Ana."]
+    assert [name for _, name, _ in _names("What does my cousin do?", two)] == ["Ana", "Ben"]
+
+
+def test_only_relations_the_question_uses_are_looked_up() -> None:
+    texts = ["Trip with my sister Maya.", "My manager is Priya."]
+    assert _names("Who is my manager?", texts) == [("manager", "Priya", (1,))]
+    assert _names("What did we decide about the budget?", texts) == []
+    assert relations_in(analyze_query("Where do my sisters live?", None)) == ["sister"]
+
+
+def test_the_name_is_searched_at_the_weight_of_the_relation_word() -> None:
+    analysis = analyze_query("Where does my sister live?", None)
+    passages, lowered = _passages(["Trip with my sister Maya.", "Maya moved to Denver."])
+    names = relation_names(relations_in(analysis), passages, lowered)
+    searched = with_relation_names(analysis, names)
+    weights = {t.term: t for t in searched.terms}
+    assert weights["maya"].weight == weights["sister"].weight
+    assert weights["maya"].kind == "proper"
+    assert compile_terms(searched).score("maya moved to denver.") > 0
+    assert compile_terms(analysis).score("maya moved to denver.") == 0
+    assert with_relation_names(analysis, []) is analysis
+
+
+def test_a_full_name_is_also_searched_by_its_first_name() -> None:
+    analysis = analyze_query("What did my boss want?", None)
+    passages, lowered = _passages(["My boss Tom Becker wants the report."])
+    searched = with_relation_names(
+        analysis, relation_names(relations_in(analysis), passages, lowered)
+    )
+    matcher = compile_terms(searched)
+    assert matcher.score("tom moved the deadline") > 0
+    # the full name and the first name are one group: a turn saying both counts once
+    assert matcher.score("tom becker moved the deadline") == matcher.score("tom moved it")
