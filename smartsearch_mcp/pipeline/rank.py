@@ -388,7 +388,8 @@ def _median_of_known(values: Sequence[float]) -> float:
 
 
 SUPERSEDE_WINDOW = 10
-SUPERSEDE_CONFIDENCE = 0.5
+# The config's default (one source): a later turn needs this share of the earlier's confidence.
+SUPERSEDE_CONFIDENCE: float = RankConfig.supersede_confidence
 
 
 def prefer_later_restatements(
