@@ -788,11 +788,19 @@ class RecallPipeline:
 
 def _named_relations(analysis: QueryAnalysis, corpus: Corpus) -> tuple[QueryAnalysis, list[Hop]]:
     """The question with the names the corpus gives the relations it uses ("my sister" ->
-    Maya, `relations`), and one hop per name: where the memory says it."""
+    Maya, `relations`; looked up once per corpus), and one hop per name: where the memory
+    says it."""
     relations = relations_in(analysis)
     if not relations:
         return analysis, []
-    names = relation_names(relations, corpus.passages, corpus.lowered)
+    known = corpus.relation_names  # the corpus is rebuilt when the scope changes
+    missing = [relation for relation in relations if relation not in known]
+    if missing:
+        for found in relation_names(missing, corpus.passages, corpus.lowered):
+            known.setdefault(found.relation, []).append(found)
+        for relation in missing:
+            known.setdefault(relation, [])
+    names = [found for relation in relations for found in known[relation]]
     hops = [
         Hop(
             entity=found.name,

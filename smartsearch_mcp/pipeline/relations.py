@@ -80,11 +80,12 @@ def relation_names(
     out: list[RelationName] = []
     for relation in relations:
         spellings = (relation, *chat_spellings(relation))
-        patterns = _patterns(spellings)
+        mentioned, patterns = _patterns(spellings)
         seen: Counter[str] = Counter()
         said_in: dict[str, list[int]] = {}
         for index, low in enumerate(lowered):
-            if not ("my " in low or "our " in low) or not any(w in low for w in spellings):
+            # every form has "my REL" in it: two quick checks before the patterns
+            if not any(w in low for w in spellings) or mentioned.search(low) is None:
                 continue
             text = passages[index].text
             for pattern, may_open in patterns:
@@ -125,16 +126,19 @@ def with_relation_names(analysis: QueryAnalysis, names: Sequence[RelationName]) 
     return dataclasses.replace(analysis, terms=tuple(terms))
 
 
-# The patterns of a relation, each with whether its name may open a sentence.
-_CACHE: dict[tuple[str, ...], tuple[tuple[re.Pattern[str], bool], ...]] = {}
+# Per relation: a quick check on the lowered text ("my sister" in it), and the patterns,
+# each with whether its name may open a sentence.
+_Patterns = tuple[re.Pattern[str], tuple[tuple[re.Pattern[str], bool], ...]]
+_CACHE: dict[tuple[str, ...], _Patterns] = {}
 
 
-def _patterns(spellings: tuple[str, ...]) -> tuple[tuple[re.Pattern[str], bool], ...]:
+def _patterns(spellings: tuple[str, ...]) -> _Patterns:
     cached = _CACHE.get(spellings)
     if cached is not None:
         return cached
-    rel = "(?i:" + "|".join(re.escape(word) for word in spellings) + ")"
-    mine = rf"\b(?i:my|our)\s+(?i:{_MODIFIERS}){rel}"
+    words = "|".join(re.escape(word) for word in spellings)
+    mentioned = re.compile(rf"\b(?:my|our)\s+{_MODIFIERS}(?:{words})\b")
+    mine = rf"\b(?i:my|our)\s+(?i:{_MODIFIERS})(?i:{words})"
     compiled = (
         # my sister Maya / my sister, Maya, ... ("my girlfriend, Toby and I" is a list)
         (re.compile(rf"{mine}(?:\s+{_NAME}|,\s+{_NAME_IN_COMMAS})"), True),
@@ -150,8 +154,8 @@ def _patterns(spellings: tuple[str, ...]) -> tuple[tuple[re.Pattern[str], bool],
         # my sister, called Maya / my manager named Priya
         (re.compile(rf"{mine},?\s+(?i:called|named)\s+{_NAME}"), True),
     )
-    _CACHE[spellings] = compiled
-    return compiled
+    _CACHE[spellings] = (mentioned, compiled)
+    return mentioned, compiled
 
 
 def _opens_sentence(text: str, index: int) -> bool:

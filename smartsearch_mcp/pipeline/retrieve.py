@@ -27,6 +27,7 @@ from smartsearch_mcp.pipeline.lexical import (
     select_prf_terms,
     term_pattern,
 )
+from smartsearch_mcp.pipeline.relations import RelationName
 from smartsearch_mcp.types import Candidate, Passage
 
 # Minimum share of an idf-scaled term weight: a term in every turn (a speaker's name in a
@@ -54,6 +55,8 @@ class Corpus:
     burst_index: tuple[tuple[int, int], list[int], dict[int, str]] | None = None
     speaker_names: frozenset[str] | None = None
     bm25: dict[int, float] | None = None  # turn id -> FTS5 BM25, when the index chose them
+    # relation word -> the names these passages give it (`relations.relation_names`)
+    relation_names: dict[str, list[RelationName]] = dataclasses.field(default_factory=dict)
     stats_sample: int = STATS_SAMPLE
     # Only some passages of the scope (the scope was streamed, see `scan.scan_scope`):
     # nothing may be computed over "every passage" of it.

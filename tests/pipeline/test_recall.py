@@ -233,6 +233,16 @@ async def test_a_relation_the_memory_names_is_searched_by_that_name(store):
     ]
 
 
+async def test_relation_names_are_looked_up_again_once_the_memory_changes(store):
+    await _fill(store)
+    config = _config(rank={"scorers": ["lexical"]}, expansion={"enabled": False})
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
+    assert (await pipeline.rank("Where does my cousin live?", SCOPE)).hops == []
+    await store.remember("ns", "s2", [TurnInput("My cousin Ana moved to Lyon.", "Ann")])
+    ranking = await pipeline.rank("Where does my cousin live?", SCOPE)
+    assert [h.entity for h in ranking.hops] == ["Ana"]
+
+
 async def test_a_date_in_the_question_raises_turns_said_then(store):
     await store.remember(
         "ns",
