@@ -48,7 +48,7 @@ from smartsearch_mcp.pipeline.rank import (
     ranking_confidence,
     run_scorers,
 )
-from smartsearch_mcp.pipeline.relations import relation_names, relations_in, with_relation_names
+from smartsearch_mcp.pipeline.relations import resolve_relations
 from smartsearch_mcp.pipeline.render import RenderedCost
 from smartsearch_mcp.pipeline.retrieve import (
     Candidates,
@@ -787,29 +787,22 @@ class RecallPipeline:
 
 
 def _named_relations(analysis: QueryAnalysis, corpus: Corpus) -> tuple[QueryAnalysis, list[Hop]]:
-    """The question with the names the corpus gives the relations it uses ("my sister" ->
-    Maya, `relations`; looked up once per corpus), and one hop per name: where the memory
-    says it."""
-    relations = relations_in(analysis)
-    if not relations:
-        return analysis, []
-    known = corpus.relation_names  # the corpus is rebuilt when the scope changes
-    missing = [relation for relation in relations if relation not in known]
-    if missing:
-        for found in relation_names(missing, corpus.passages, corpus.lowered):
-            known.setdefault(found.relation, []).append(found)
-        for relation in missing:
-            known.setdefault(relation, [])
-    names = [found for relation in relations for found in known[relation]]
+    """The question with the names the corpus gives its relation words and the relations it
+    gives its names (`relations.resolve_relations`; looked up once per corpus, which is
+    rebuilt when the scope changes), and one hop for each: where the memory says it."""
+    analysis, forward, backward = resolve_relations(
+        analysis, corpus.passages, corpus.lowered, corpus.speakers(), corpus.relations
+    )
+    found = [(item.name, item) for item in forward] + [(item.relation, item) for item in backward]
     hops = [
         Hop(
-            entity=found.name,
-            found_in=list(dict.fromkeys(corpus.passages[i].turn.id for i in found.said_in)),
+            entity=searched,
+            found_in=list(dict.fromkeys(corpus.passages[i].turn.id for i in item.said_in)),
             turn_ids=[],
         )
-        for found in names
+        for searched, item in found
     ]
-    return with_relation_names(analysis, names), hops
+    return analysis, hops
 
 
 def _loading_warning(loading: set[str], rankers: list[str]) -> str:

@@ -8,12 +8,14 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from smartsearch_mcp.pipeline.analyze import (
     CALENDAR_WORDS,
+    NOUN_WEIGHT,
     PROPER_WEIGHT,
+    VARIANT_FACTOR,
     QueryAnalysis,
     WeightedTerm,
     chat_spellings,
@@ -46,6 +48,14 @@ _NAME_IN_COMMAS = (
 # The most names one relation may be given; with more it is ambiguous ("my colleague" may be
 # many people in a large memory) and no name is added.
 MAX_NAMES = 2
+# Every relation word and its chat spellings, and the relation each spelling stands for.
+_SPELLING_OF = {
+    spelling: relation
+    for relation in sorted(RELATIONS)
+    for spelling in chat_spellings(relation)
+    if spelling not in RELATIONS  # "mom" is a relation word of its own
+} | {relation: relation for relation in RELATIONS}
+_ALL_SPELLINGS = tuple(sorted(_SPELLING_OF, key=lambda word: (-len(word), word)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +65,48 @@ class RelationName:
     relation: str
     name: str
     said_in: tuple[int, ...]  # corpus indices of the passages that name it
+
+
+def resolve_relations(
+    analysis: QueryAnalysis,
+    passages: Sequence[Passage],
+    lowered: Sequence[str],
+    speakers: Collection[str],
+    cache: dict[str, list[RelationName]],
+) -> tuple[QueryAnalysis, list[RelationName], list[RelationName]]:
+    """Both ways round: the names the passages give the question's relation words
+    (`relation_names`: "my sister" -> Maya) and the relations they give the names it asks
+    about (`relations_of`: Maya -> "my sister"; not the speakers' names, which are not said
+    as "my sister Ann" by Ann). Returns the question with them searched, and what was found
+    each way. `cache` keeps what was looked up for these passages ("rel:" and "name:" keys):
+    pass the same dict only with the same passages."""
+    forward = _looked_up(
+        cache, "rel:", relations_in(analysis), lambda todo: relation_names(todo, passages, lowered)
+    )
+    spoken = {speaker.lower() for speaker in speakers}
+    names = [
+        t.term
+        for t in analysis.terms
+        if t.kind in ("entity", "proper") and t.term not in spoken and " " not in t.term
+    ]
+    backward = _looked_up(cache, "name:", names, lambda todo: relations_of(todo, passages, lowered))
+    searched = with_relation_words(with_relation_names(analysis, forward), backward)
+    return searched, forward, backward
+
+
+def _looked_up(
+    cache: dict[str, list[RelationName]],
+    prefix: str,
+    keys: Sequence[str],
+    look_up: Callable[[list[str]], list[RelationName]],
+) -> list[RelationName]:
+    todo = [key for key in keys if prefix + key not in cache]
+    if todo:
+        found = look_up(todo)
+        for key in todo:
+            field = "relation" if prefix == "rel:" else "name"
+            cache[prefix + key] = [item for item in found if getattr(item, field) == key]
+    return [item for key in keys for item in cache[prefix + key]]
 
 
 def relations_in(analysis: QueryAnalysis) -> list[str]:
@@ -87,19 +139,11 @@ def relation_names(
             # every form has "my REL" in it: two quick checks before the patterns
             if not any(w in low for w in spellings) or mentioned.search(low) is None:
                 continue
-            text = passages[index].text
-            for pattern, may_open in patterns:
-                for match in pattern.finditer(text):
-                    group = "name" if match.group("name") is not None else "listed"
-                    if not may_open and _opens_sentence(text, match.start(group)):
-                        continue
-                    name = _clean_name(match.group(group))
-                    if name is None:
-                        continue
-                    seen[name] += 1
-                    where = said_in.setdefault(name, [])
-                    if index not in where:
-                        where.append(index)
+            for _, name, _ in _matches(passages[index].text, patterns):
+                seen[name] += 1
+                where = said_in.setdefault(name, [])
+                if index not in where:
+                    where.append(index)
         if 0 < len(seen) <= MAX_NAMES:
             for name, _ in seen.most_common():
                 out.append(RelationName(relation, name, tuple(said_in[name])))
@@ -126,6 +170,58 @@ def with_relation_names(analysis: QueryAnalysis, names: Sequence[RelationName]) 
     return dataclasses.replace(analysis, terms=tuple(terms))
 
 
+def relations_of(
+    names: Sequence[str], passages: Sequence[Passage], lowered: Sequence[str]
+) -> list[RelationName]:
+    """For each of `names` (lowercase, as the question's terms), the relations the passages
+    give it, in the forms `relation_names` reads ("Maya, my sister" -> sister): the other
+    way round, "Where does Maya live?" is also about "my sister" when a turn says "my sister
+    moved to Denver". In order of `names`, then of how often a relation is given."""
+    mentioned, patterns = _patterns(_ALL_SPELLINGS)
+    out: list[RelationName] = []
+    for name in names:
+        seen: Counter[str] = Counter()
+        said_in: dict[str, list[int]] = {}
+        for index, low in enumerate(lowered):
+            if name not in low or mentioned.search(low) is None:
+                continue
+            for relation, found, _ in _matches(passages[index].text, patterns):
+                if found.lower() == name:
+                    seen[relation] += 1
+                    where = said_in.setdefault(relation, [])
+                    if index not in where:
+                        where.append(index)
+        for relation, _ in seen.most_common():
+            out.append(RelationName(relation, name, tuple(said_in[relation])))
+    return out
+
+
+def with_relation_words(analysis: QueryAnalysis, found: Sequence[RelationName]) -> QueryAnalysis:
+    """`analysis` with each relation word searched as a noun (at most at a noun's weight, and
+    at most at the weight of the name it stands for)."""
+    if not found:
+        return analysis
+    weights = {t.term: t.weight for t in analysis.terms}
+    have = set(weights)
+    extra = []
+    for item in found:
+        if item.relation not in have:
+            have.add(item.relation)
+            weight = min(NOUN_WEIGHT, weights.get(item.name, NOUN_WEIGHT))
+            extra.append(WeightedTerm(item.relation, weight, "noun", inflect=True))
+            for spelling in chat_spellings(item.relation):  # "sister" is "sis" in a chat
+                if spelling not in have:
+                    have.add(spelling)
+                    variant = round(weight * VARIANT_FACTOR, 4)
+                    extra.append(
+                        WeightedTerm(
+                            spelling, variant, "variant", inflect=True, group=item.relation
+                        )
+                    )
+    terms = sorted([*analysis.terms, *extra], key=lambda t: -t.weight)
+    return dataclasses.replace(analysis, terms=tuple(terms))
+
+
 # Per relation: a quick check on the lowered text ("my sister" in it), and the patterns,
 # each with whether its name may open a sentence.
 _Patterns = tuple[re.Pattern[str], tuple[tuple[re.Pattern[str], bool], ...]]
@@ -138,7 +234,7 @@ def _patterns(spellings: tuple[str, ...]) -> _Patterns:
         return cached
     words = "|".join(re.escape(word) for word in spellings)
     mentioned = re.compile(rf"\b(?:my|our)\s+{_MODIFIERS}(?:{words})\b")
-    mine = rf"\b(?i:my|our)\s+(?i:{_MODIFIERS})(?i:{words})"
+    mine = rf"\b(?i:my|our)\s+(?i:{_MODIFIERS})(?P<rel>(?i:{words}))"
     compiled = (
         # my sister Maya / my sister, Maya, ... ("my girlfriend, Toby and I" is a list)
         (re.compile(rf"{mine}(?:\s+{_NAME}|,\s+{_NAME_IN_COMMAS})"), True),
@@ -156,6 +252,21 @@ def _patterns(spellings: tuple[str, ...]) -> _Patterns:
     )
     _CACHE[spellings] = (mentioned, compiled)
     return mentioned, compiled
+
+
+def _matches(
+    text: str, patterns: tuple[tuple[re.Pattern[str], bool], ...]
+) -> Iterator[tuple[str, str, int]]:
+    """(relation, name, start of the name) for each naming of a relation in `text`."""
+    for pattern, may_open in patterns:
+        for match in pattern.finditer(text):
+            group = "name" if match.group("name") is not None else "listed"
+            if not may_open and _opens_sentence(text, match.start(group)):
+                continue
+            name = _clean_name(match.group(group))
+            if name is not None:
+                relation = _SPELLING_OF.get(match.group("rel").lower(), match.group("rel").lower())
+                yield relation, name, match.start(group)
 
 
 def _opens_sentence(text: str, index: int) -> bool:

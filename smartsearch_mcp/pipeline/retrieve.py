@@ -55,8 +55,8 @@ class Corpus:
     burst_index: tuple[tuple[int, int], list[int], dict[int, str]] | None = None
     speaker_names: frozenset[str] | None = None
     bm25: dict[int, float] | None = None  # turn id -> FTS5 BM25, when the index chose them
-    # relation word -> the names these passages give it (`relations.relation_names`)
-    relation_names: dict[str, list[RelationName]] = dataclasses.field(default_factory=dict)
+    # what `relations.resolve_relations` looked up in these passages
+    relations: dict[str, list[RelationName]] = dataclasses.field(default_factory=dict)
     stats_sample: int = STATS_SAMPLE
     # Only some passages of the scope (the scope was streamed, see `scan.scan_scope`):
     # nothing may be computed over "every passage" of it.

@@ -12,6 +12,8 @@ from smartsearch_mcp.pipeline.relations import (
     MAX_NAMES,
     relation_names,
     relations_in,
+    relations_of,
+    resolve_relations,
     with_relation_names,
 )
 from smartsearch_mcp.types import Passage
@@ -102,3 +104,41 @@ def test_a_full_name_is_also_searched_by_its_first_name() -> None:
     assert matcher.score("tom moved the deadline") > 0
     # the full name and the first name are one group: a turn saying both counts once
     assert matcher.score("tom becker moved the deadline") == matcher.score("tom moved it")
+
+
+def test_a_name_is_also_searched_by_the_relation_the_memory_gives_it() -> None:
+    passages, lowered = _passages(
+        ["Trip with my sister Maya.", "My sister moved to Denver.", "I met Priya, my manager."]
+    )
+    found = relations_of(["maya", "priya", "bob"], passages, lowered)
+    assert [(f.relation, f.name, f.said_in) for f in found] == [
+        ("sister", "maya", (0,)),
+        ("manager", "priya", (2,)),
+    ]
+    analysis = analyze_query("Where does Maya live?", None)
+    searched, forward, backward = resolve_relations(analysis, passages, lowered, (), {})
+    assert forward == [] and [f.relation for f in backward] == ["sister"]
+    terms = {t.term: t for t in searched.terms}
+    assert terms["sister"].kind == "noun" and terms["sis"].group == "sister"
+    assert compile_terms(searched).score("my sister moved to denver.") > 0
+    assert compile_terms(analysis).score("my sister moved to denver.") == 0
+
+
+def test_speakers_names_are_not_looked_up_as_relations() -> None:
+    passages, lowered = _passages(["Trip with my sister Maya."])
+    analysis = analyze_query("What did Maya say about the trip?", None)
+    searched, _, backward = resolve_relations(analysis, passages, lowered, ["Maya"], {})
+    assert backward == [] and searched == analysis
+
+
+def test_what_was_looked_up_is_kept_in_the_cache_both_ways() -> None:
+    passages, lowered = _passages(["Trip with my sister Maya.", "Maya moved to Denver."])
+    cache: dict[str, list] = {}
+    first = resolve_relations(
+        analyze_query("Where does my sister live?", None), passages, lowered, (), cache
+    )
+    assert sorted(cache) == ["rel:sister"]
+    again = resolve_relations(analyze_query("Where does my sister live?", None), [], [], (), cache)
+    assert again == first  # from the cache: no passages were read
+    resolve_relations(analyze_query("Is Maya older?", None), passages, lowered, (), cache)
+    assert cache["name:maya"][0].relation == "sister"
