@@ -217,9 +217,10 @@ _COUNT = (
     + "|".join(re.escape(w) for w in sorted(_NUMBER_WORDS, key=len, reverse=True))
     + ")"
 )
-_UNIT = r"(?P<unit>day|week|month|year)s?"
+_UNIT = r"(?P<unit>day|week|wk|month|year|yr)s?"
 _WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
 _SEASON = r"(?P<season>" + "|".join(_SEASONS) + r")"
+_WEEKEND = r"(?:weekend|wknd)"
 _B = r"(?<![\w-])"  # left word boundary that also refuses "-" (e.g. ids like "x-2023")
 _E = r"(?![\w-])"
 _NO_DATE_AFTER = r"(?!,?\s+(?:of\s+)?\d)"  # "in May" but not "in May 2023" or "in May 8"
@@ -245,23 +246,29 @@ _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("month_day", _B + _MONTH + r"\s+" + _DAY + _E),
         ("year", r"(?<![\w-])(?:in|during|throughout|of|year)\s+" + _YEAR + _E),
         ("day_before_yesterday", _B + r"the\s+day\s+before\s+yesterday" + _E),
-        ("yesterday", _B + r"(?:yesterday|last\s+night)" + _E),
-        ("today", _B + r"(?:today|tonight|this\s+morning|this\s+afternoon|this\s+evening)" + _E),
+        ("yesterday", _B + r"(?:yesterday|yday|last\s+night)" + _E),
+        (
+            "today",
+            _B
+            + r"(?:today|tonight|tonite|2nite|this\s+morning|this\s+afternoon|this\s+evening)"
+            + _E,
+        ),
         ("ago", _B + _COUNT + r"\s+" + _UNIT + r"\s+ago" + _E),
         ("past_n", _B + r"(?:the\s+)?(?:past|last|previous)\s+" + _COUNT + r"\s+" + _UNIT + _E),
-        ("past_unit", _B + r"(?:the\s+)?past\s+(?P<unit>week|month|year)" + _E),
-        ("last_weekend", _B + r"(?:last|this\s+past)\s+weekend" + _E),
+        ("past_unit", _B + r"(?:the\s+)?past\s+(?P<unit>week|wk|month|year|yr)" + _E),
+        ("last_weekend", _B + r"(?:last|this\s+past)\s+" + _WEEKEND + _E),
+        ("this_weekend", _B + r"this\s+" + _WEEKEND + _E),
         ("last_weekday", _B + r"(?:last|this\s+past)\s+" + _WEEKDAY + _E),
-        ("last_unit", _B + r"(?:last|previous)\s+(?P<unit>week|month|year)" + _E),
-        ("this_unit", _B + r"(?:this|the\s+current)\s+(?P<unit>week|month|year)" + _E),
+        ("last_unit", _B + r"(?:last|previous)\s+(?P<unit>week|wk|month|year|yr)" + _E),
+        ("this_unit", _B + r"(?:this|the\s+current)\s+(?P<unit>week|wk|month|year|yr)" + _E),
         ("last_season", _B + r"(?:last|this\s+past)\s+" + _SEASON + _E),
         ("last_month_name", _B + r"(?:last|this\s+past)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("day_after_tomorrow", _B + r"the\s+day\s+after\s+tomorrow" + _E),
-        ("tomorrow", _B + r"tomorrow" + _E),
+        ("tomorrow", _B + r"(?:tomorrow|tmrw|tmr|2moro|2morrow)" + _E),
         ("in_n", _B + r"in\s+" + _COUNT + r"\s+" + _UNIT + r"(?:(?:'s|')?\s+time)?" + _E),
-        ("next_weekend", _B + r"next\s+weekend" + _E),
+        ("next_weekend", _B + r"next\s+" + _WEEKEND + _E),
         ("next_weekday", _B + r"next\s+" + _WEEKDAY + _E),
-        ("next_unit", _B + r"next\s+(?P<unit>week|month|year)" + _E),
+        ("next_unit", _B + r"next\s+(?P<unit>week|wk|month|year|yr)" + _E),
         ("next_month_name", _B + r"next\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("in_month", r"(?<![\w-])(?:in|during|throughout)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("month_modifier", _B + _DETERMINER + r"\s+" + _FULL_MONTH + _E + _MODIFIED),
@@ -280,9 +287,10 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
     "the past N days" (a rolling window up to the end of today), "last week/month/year",
     "this week/month/year", "last Saturday", "last weekend", "last summer", "last May"; and
     ahead of it: "tomorrow", "in N days/weeks/months/years", "next week/month/year", "next
-    Friday" (the first one after today), "next weekend", "next May". A
-    month name used as a modifier ("the February trip", "our May plans") reads as "in
-    February".
+    Friday" (the first one after today), "this weekend" (the coming one, or the one under
+    way), "next weekend", "next May"; with chat spellings ("tmrw", "yday", "2nite", "last
+    wk", "this wknd", "2 yrs ago"). A month name used as a modifier ("the February trip",
+    "our May plans") reads as "in February".
     The leftmost expression wins; at the same position, the longest. Results keep the
     reference's tzinfo; times are midnight boundaries.
     """
@@ -372,8 +380,14 @@ def _resolve(kind: str, match: re.Match[str], reference: datetime) -> tuple[Date
     return DateRange(start=start, end=end, expression=match.string[begin : match.end()]), begin
 
 
+# Chat spellings of calendar units ("last wk", "2 yrs ago").
+_UNIT_WORDS = {"wk": "week", "yr": "year"}
+
+
 def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetime, datetime]:
     one_day = timedelta(days=1)
+    if (unit := (g.get("unit") or "").lower()) in _UNIT_WORDS:
+        g = {**g, "unit": _UNIT_WORDS[unit]}
     week_start = today - timedelta(days=today.weekday())
     if kind in ("iso_day", "day_month_year", "month_day_year"):
         day = today.replace(year=int(_req(g, "year")), month=_month(g), day=int(_req(g, "day")))
@@ -428,6 +442,9 @@ def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetim
         while _add_months(start, months) > today:
             start = start.replace(year=start.year - 1)
         return start, _add_months(start, months)
+    if kind == "this_weekend":  # the coming one, or the one under way
+        saturday = week_start + 5 * one_day
+        return saturday, saturday + 2 * one_day
     if kind == "next_weekend":
         saturday = week_start + 5 * one_day
         if saturday <= today:  # on a weekend: the one after it

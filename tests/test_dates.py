@@ -93,6 +93,14 @@ def day(year: int, month: int, dom: int) -> datetime:
         ("next Wednesday", DateRange(day(2023, 6, 21), day(2023, 6, 22), "next Wednesday")),
         ("next weekend", DateRange(day(2023, 6, 17), day(2023, 6, 19), "next weekend")),
         ("next May", DateRange(day(2024, 5, 1), day(2024, 6, 1), "next May")),
+        ("this weekend", DateRange(day(2023, 6, 17), day(2023, 6, 19), "this weekend")),
+        # chat spellings
+        ("see u tmrw", DateRange(day(2023, 6, 15), day(2023, 6, 16), "tmrw")),
+        ("yday", DateRange(day(2023, 6, 13), day(2023, 6, 14), "yday")),
+        ("2nite", DateRange(day(2023, 6, 14), day(2023, 6, 15), "2nite")),
+        ("last wk", DateRange(day(2023, 6, 5), day(2023, 6, 12), "last wk")),
+        ("this wknd", DateRange(day(2023, 6, 17), day(2023, 6, 19), "this wknd")),
+        ("2 yrs ago", DateRange(day(2021, 1, 1), day(2022, 1, 1), "2 yrs ago")),
         ("next September", DateRange(day(2023, 9, 1), day(2023, 10, 1), "next September")),
     ],
 )
@@ -121,6 +129,20 @@ def test_a_weekend_day_reads_next_weekend_as_the_one_after_it() -> None:
     assert find_time_range("next weekend", saturday) == DateRange(
         day(2023, 6, 24), day(2023, 6, 26), "next weekend"
     )
+
+
+def test_this_weekend_on_a_weekend_day_is_the_one_under_way() -> None:
+    sunday = datetime(2023, 6, 18, 10, 0)
+    assert find_time_range("this weekend", sunday) == DateRange(
+        day(2023, 6, 17), day(2023, 6, 19), "this weekend"
+    )
+
+
+def test_a_chat_message_saying_tmrw_means_the_day_after_it_was_sent() -> None:
+    spans = mentioned_ranges("dinner at nopalito tmrw 7pm!!", datetime(2023, 12, 2, 18, 0))
+    assert [(s.expression, s.start, s.end) for s in spans] == [
+        ("tmrw", day(2023, 12, 3), day(2023, 12, 4))
+    ]
 
 
 def test_a_turn_saying_tomorrow_means_the_day_after_it_was_said() -> None:

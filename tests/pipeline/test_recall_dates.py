@@ -310,3 +310,20 @@ QUERY_WORDS = st.sampled_from(
 async def test_an_empty_result_always_says_why(store, query):
     result = await _lexical(store).recall(query, SCOPE, 1500, NOW)
     assert result.passages or result.warnings
+
+
+async def test_a_chat_message_naming_this_wknd_counts_for_last_weekend(store):
+    # Sent on Friday 27 November: "this wknd" is 28-29 November, the weekend before NOW.
+    # (grep mode: the indexed mode finds a relative date only in turns said in the range.)
+    await store.remember(
+        "ns",
+        "chat",
+        [
+            TurnInput(
+                "dinner w maya this wknd?? nopalito sat 7", "Sam", timestamp="2026-11-27T12:00:00"
+            )
+        ],
+    )
+    result = await _lexical(store).recall("What did we do last weekend?", SCOPE, 1500, NOW)
+    assert _texts(result)[0] == "dinner w maya this wknd?? nopalito sat 7"
+    assert not any("falls in" in w for w in result.warnings)
