@@ -81,7 +81,11 @@ def resolve_relations(
     each way. `cache` keeps what was looked up for these passages ("rel:" and "name:" keys):
     pass the same dict only with the same passages."""
     forward = _looked_up(
-        cache, "rel:", relations_in(analysis), lambda todo: relation_names(todo, passages, lowered)
+        cache,
+        "rel:",
+        relations_in(analysis),
+        lambda todo: relation_names(todo, passages, lowered),
+        lambda item: item.relation,
     )
     spoken = {speaker.lower() for speaker in speakers}
     names = [
@@ -89,7 +93,13 @@ def resolve_relations(
         for t in analysis.terms
         if t.kind in ("entity", "proper") and t.term not in spoken and " " not in t.term
     ]
-    backward = _looked_up(cache, "name:", names, lambda todo: relations_of(todo, passages, lowered))
+    backward = _looked_up(
+        cache,
+        "name:",
+        names,
+        lambda todo: relations_of(todo, passages, lowered),
+        lambda item: item.name,
+    )
     searched = with_relation_words(with_relation_names(analysis, forward), backward)
     return searched, forward, backward
 
@@ -99,13 +109,14 @@ def _looked_up(
     prefix: str,
     keys: Sequence[str],
     look_up: Callable[[list[str]], list[RelationName]],
+    key_of: Callable[[RelationName], str],
 ) -> list[RelationName]:
+    """What `look_up` finds for `keys`, each key looked up once per `cache`."""
     todo = [key for key in keys if prefix + key not in cache]
     if todo:
         found = look_up(todo)
         for key in todo:
-            field = "relation" if prefix == "rel:" else "name"
-            cache[prefix + key] = [item for item in found if getattr(item, field) == key]
+            cache[prefix + key] = [item for item in found if key_of(item) == key]
     return [item for key in keys for item in cache[prefix + key]]
 
 
@@ -133,20 +144,15 @@ def relation_names(
     for relation in relations:
         spellings = (relation, *chat_spellings(relation))
         mentioned, patterns = _patterns(spellings)
-        seen: Counter[str] = Counter()
-        said_in: dict[str, list[int]] = {}
+        names = _Tally()
         for index, low in enumerate(lowered):
             # every form has "my REL" in it: two quick checks before the patterns
             if not any(w in low for w in spellings) or mentioned.search(low) is None:
                 continue
-            for _, name, _ in _matches(passages[index].text, patterns):
-                seen[name] += 1
-                where = said_in.setdefault(name, [])
-                if index not in where:
-                    where.append(index)
-        if 0 < len(seen) <= MAX_NAMES:
-            for name, _ in seen.most_common():
-                out.append(RelationName(relation, name, tuple(said_in[name])))
+            for _, name in _matches(passages[index].text, patterns):
+                names.add(name, index)
+        if 0 < len(names.seen) <= MAX_NAMES:
+            out.extend(RelationName(relation, name, said) for name, said in names.most_common())
     return out
 
 
@@ -180,19 +186,14 @@ def relations_of(
     mentioned, patterns = _patterns(_ALL_SPELLINGS)
     out: list[RelationName] = []
     for name in names:
-        seen: Counter[str] = Counter()
-        said_in: dict[str, list[int]] = {}
+        relations = _Tally()
         for index, low in enumerate(lowered):
             if name not in low or mentioned.search(low) is None:
                 continue
-            for relation, found, _ in _matches(passages[index].text, patterns):
+            for relation, found in _matches(passages[index].text, patterns):
                 if found.lower() == name:
-                    seen[relation] += 1
-                    where = said_in.setdefault(relation, [])
-                    if index not in where:
-                        where.append(index)
-        for relation, _ in seen.most_common():
-            out.append(RelationName(relation, name, tuple(said_in[relation])))
+                    relations.add(relation, index)
+        out.extend(RelationName(relation, name, said) for relation, said in relations.most_common())
     return out
 
 
@@ -254,10 +255,27 @@ def _patterns(spellings: tuple[str, ...]) -> _Patterns:
     return mentioned, compiled
 
 
+class _Tally:
+    """How often each key was found, and in which passages (first-found order)."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[str] = Counter()
+        self._where: dict[str, list[int]] = {}
+
+    def add(self, key: str, index: int) -> None:
+        self.seen[key] += 1
+        where = self._where.setdefault(key, [])
+        if index not in where:
+            where.append(index)
+
+    def most_common(self) -> list[tuple[str, tuple[int, ...]]]:
+        return [(key, tuple(self._where[key])) for key, _ in self.seen.most_common()]
+
+
 def _matches(
     text: str, patterns: tuple[tuple[re.Pattern[str], bool], ...]
-) -> Iterator[tuple[str, str, int]]:
-    """(relation, name, start of the name) for each naming of a relation in `text`."""
+) -> Iterator[tuple[str, str]]:
+    """(relation, name) for each naming of a relation in `text`."""
     for pattern, may_open in patterns:
         for match in pattern.finditer(text):
             group = "name" if match.group("name") is not None else "listed"
@@ -266,7 +284,7 @@ def _matches(
             name = _clean_name(match.group(group))
             if name is not None:
                 relation = _SPELLING_OF.get(match.group("rel").lower(), match.group("rel").lower())
-                yield relation, name, match.start(group)
+                yield relation, name
 
 
 def _opens_sentence(text: str, index: int) -> bool:
