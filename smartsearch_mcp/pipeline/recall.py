@@ -347,8 +347,13 @@ class RecallPipeline:
         was read."""
         cfg = self.config.retrieval
         scan: ScanResult | None = None
+        hops: list[Hop] = []
         if cfg.mode == "indexed":
             corpus = await self.corpora.indexed_corpus(analysis, scope, cfg.date_candidates)
+            searched, hops = await off_loop(self._limiter, _named_relations, analysis, corpus)
+            if searched is not analysis:  # a name or relation to search: the index again
+                analysis = searched
+                corpus = await self.corpora.indexed_corpus(analysis, scope, cfg.date_candidates)
         else:
             source = await self.corpora.scope_corpus(scope)
             if isinstance(source, StreamedScope):
@@ -362,8 +367,7 @@ class RecallPipeline:
                 )
             else:
                 corpus = source
-        hops: list[Hop] = []
-        if scan is None:
+        if scan is None and cfg.mode != "indexed":
             analysis, hops = await off_loop(self._limiter, _named_relations, analysis, corpus)
         said = await off_loop(self._limiter, said_by_named, corpus.passages, analysis)
         if scan is not None:

@@ -210,10 +210,13 @@ async def test_expansion_reports_the_entity_hop_that_added_turns(store):
     assert any("beach near Porto" in turns[t] for t in porto.turn_ids)
 
 
-async def test_a_relation_the_memory_names_is_searched_by_that_name(store):
+@pytest.mark.parametrize("mode", ["grep", "indexed"])
+async def test_a_relation_the_memory_names_is_searched_by_that_name(store, mode):
     await _fill(store)  # "My sister Clara lives in Porto." / "Clara works as a marine biologist."
     config = _config(
-        rank={"scorers": ["lexical"]}, retrieval={"prf_docs": 0}, expansion={"enabled": False}
+        rank={"scorers": ["lexical"]},
+        retrieval={"prf_docs": 0, "mode": mode},
+        expansion={"enabled": False},
     )
     pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
     ranking = await pipeline.rank("What job does my sister have?", SCOPE)
