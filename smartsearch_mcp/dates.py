@@ -218,6 +218,7 @@ _COUNT = (
     + ")"
 )
 _UNIT = r"(?P<unit>day|week|wk|month|year|yr)s?"
+_CALENDAR_UNIT = r"(?P<unit>week|wk|month|year|yr)"  # "last week", "this month", "next yr"
 _WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")"
 _SEASON = r"(?P<season>" + "|".join(_SEASONS) + r")"
 _WEEKEND = r"(?:weekend|wknd)"
@@ -255,12 +256,12 @@ _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ),
         ("ago", _B + _COUNT + r"\s+" + _UNIT + r"\s+ago" + _E),
         ("past_n", _B + r"(?:the\s+)?(?:past|last|previous)\s+" + _COUNT + r"\s+" + _UNIT + _E),
-        ("past_unit", _B + r"(?:the\s+)?past\s+(?P<unit>week|wk|month|year|yr)" + _E),
+        ("past_unit", _B + r"(?:the\s+)?past\s+" + _CALENDAR_UNIT + _E),
         ("last_weekend", _B + r"(?:last|this\s+past)\s+" + _WEEKEND + _E),
         ("this_weekend", _B + r"this\s+" + _WEEKEND + _E),
         ("last_weekday", _B + r"(?:last|this\s+past)\s+" + _WEEKDAY + _E),
-        ("last_unit", _B + r"(?:last|previous)\s+(?P<unit>week|wk|month|year|yr)" + _E),
-        ("this_unit", _B + r"(?:this|the\s+current)\s+(?P<unit>week|wk|month|year|yr)" + _E),
+        ("last_unit", _B + r"(?:last|previous)\s+" + _CALENDAR_UNIT + _E),
+        ("this_unit", _B + r"(?:this|the\s+current)\s+" + _CALENDAR_UNIT + _E),
         ("last_season", _B + r"(?:last|this\s+past)\s+" + _SEASON + _E),
         ("last_month_name", _B + r"(?:last|this\s+past)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("day_after_tomorrow", _B + r"the\s+day\s+after\s+tomorrow" + _E),
@@ -268,7 +269,7 @@ _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("in_n", _B + r"in\s+" + _COUNT + r"\s+" + _UNIT + r"(?:(?:'s|')?\s+time)?" + _E),
         ("next_weekend", _B + r"next\s+" + _WEEKEND + _E),
         ("next_weekday", _B + r"next\s+" + _WEEKDAY + _E),
-        ("next_unit", _B + r"next\s+(?P<unit>week|wk|month|year|yr)" + _E),
+        ("next_unit", _B + r"next\s+" + _CALENDAR_UNIT + _E),
         ("next_month_name", _B + r"next\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("in_month", r"(?<![\w-])(?:in|during|throughout)\s+" + _FULL_MONTH + _E + _NO_DATE_AFTER),
         ("month_modifier", _B + _DETERMINER + r"\s+" + _FULL_MONTH + _E + _MODIFIED),
