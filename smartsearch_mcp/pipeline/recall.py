@@ -350,10 +350,6 @@ class RecallPipeline:
         hops: list[Hop] = []
         if cfg.mode == "indexed":
             corpus = await self.corpora.indexed_corpus(analysis, scope, cfg.date_candidates)
-            searched, hops = await off_loop(self._limiter, _named_relations, analysis, corpus)
-            if searched is not analysis:  # a name or relation to search: the index again
-                analysis = searched
-                corpus = await self.corpora.indexed_corpus(analysis, scope, cfg.date_candidates)
         else:
             source = await self.corpora.scope_corpus(scope)
             if isinstance(source, StreamedScope):
@@ -367,8 +363,12 @@ class RecallPipeline:
                 )
             else:
                 corpus = source
-        if scan is None and cfg.mode != "indexed":
-            analysis, hops = await off_loop(self._limiter, _named_relations, analysis, corpus)
+        if scan is None:
+            searched, hops = await off_loop(self._limiter, _named_relations, analysis, corpus)
+            if searched is not analysis and cfg.mode == "indexed":
+                # a name or relation to search: the index again, with it
+                corpus = await self.corpora.indexed_corpus(searched, scope, cfg.date_candidates)
+            analysis = searched
         said = await off_loop(self._limiter, said_by_named, corpus.passages, analysis)
         if scan is not None:
             run.timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
