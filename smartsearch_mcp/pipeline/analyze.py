@@ -471,6 +471,17 @@ def _span_of(text: str, time_range: DateRange | None) -> tuple[int, int]:
     return (start, start + len(time_range.expression)) if start >= 0 else (0, 0)
 
 
+def variant_term(variant: str, of: str, weight: float) -> WeightedTerm | None:
+    """`variant` searched for the term `of` (weighing `weight`): at `VARIANT_FACTOR` of its
+    weight, in its group; None when it is `of` itself, a stopword or not a plain word."""
+    variant = variant.strip().lower()
+    if not variant or variant == of or is_stopword(variant) or not variant.isalpha():
+        return None
+    return WeightedTerm(
+        variant, round(weight * VARIANT_FACTOR, 4), "variant", inflect=True, group=of
+    )
+
+
 class _TermBuilder:
     """Collects terms, keeping the heaviest entry per term text, in first-seen order."""
 
@@ -494,10 +505,9 @@ class _TermBuilder:
                 self.add_variant(spelling, term, weight)
 
     def add_variant(self, variant: str, of: str, weight: float) -> None:
-        variant = variant.strip().lower()
-        if variant and variant != of and not is_stopword(variant) and variant.isalpha():
-            weight = round(weight * VARIANT_FACTOR, 4)
-            self._put(WeightedTerm(variant, weight, "variant", inflect=True, group=of))
+        term = variant_term(variant, of, weight)
+        if term is not None:
+            self._put(term)
 
     def _put(self, term: WeightedTerm) -> None:
         current = self._terms.get(term.term)

@@ -15,12 +15,12 @@ from smartsearch_mcp.pipeline.analyze import (
     CALENDAR_WORDS,
     NOUN_WEIGHT,
     PROPER_WEIGHT,
-    VARIANT_FACTOR,
     QueryAnalysis,
     WeightedTerm,
     chat_spellings,
     is_stopword,
     light_stem,
+    variant_term,
     word_set,
 )
 from smartsearch_mcp.types import Passage
@@ -172,8 +172,7 @@ def with_relation_names(analysis: QueryAnalysis, names: Sequence[RelationName]) 
             if term not in have:
                 have.add(term)
                 extra.append(WeightedTerm(term, weight, "proper", group=full))
-    terms = sorted([*analysis.terms, *extra], key=lambda t: -t.weight)
-    return dataclasses.replace(analysis, terms=tuple(terms))
+    return _with_terms(analysis, extra)
 
 
 def relations_of(
@@ -211,14 +210,15 @@ def with_relation_words(analysis: QueryAnalysis, found: Sequence[RelationName]) 
             weight = min(NOUN_WEIGHT, weights.get(item.name, NOUN_WEIGHT))
             extra.append(WeightedTerm(item.relation, weight, "noun", inflect=True))
             for spelling in chat_spellings(item.relation):  # "sister" is "sis" in a chat
-                if spelling not in have:
+                variant = variant_term(spelling, item.relation, weight)
+                if spelling not in have and variant is not None:
                     have.add(spelling)
-                    variant = round(weight * VARIANT_FACTOR, 4)
-                    extra.append(
-                        WeightedTerm(
-                            spelling, variant, "variant", inflect=True, group=item.relation
-                        )
-                    )
+                    extra.append(variant)
+    return _with_terms(analysis, extra)
+
+
+def _with_terms(analysis: QueryAnalysis, extra: Sequence[WeightedTerm]) -> QueryAnalysis:
+    """`analysis` with `extra` terms, all sorted by weight, heaviest first (ties in order)."""
     terms = sorted([*analysis.terms, *extra], key=lambda t: -t.weight)
     return dataclasses.replace(analysis, terms=tuple(terms))
 
