@@ -14,11 +14,11 @@ Two signals use them: retrieval scores each message also by the words of its who
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from collections.abc import Sequence
 from datetime import datetime
 
+from smartsearch_mcp.pipeline.fusion import with_lifted_scores
 from smartsearch_mcp.types import Passage, Scored
 
 
@@ -104,14 +104,7 @@ def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list
             # stop at the burst's other messages ("ok" after "the concert moved to June 13")
             if (certain := scored[leader].confidence) is not None:
                 sure[index] = max(sure[index] or 0.0, credit * certain)
-    out = [
-        item
-        if raised[i] == item.score and sure[i] == item.confidence
-        else dataclasses.replace(item, score=raised[i], confidence=sure[i])
-        for i, item in enumerate(scored)
-    ]
-    order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
-    return [out[i] for i in order]
+    return with_lifted_scores(scored, raised, sure, order_key)
 
 
 def _whole_turns(passages: Sequence[Passage]) -> list[bool]:

@@ -218,22 +218,29 @@ class ScopeCorpora:
         return sum(cached.size_mb for cached in self._corpora.values())
 
     async def indexed_corpus(
-        self, analysis: QueryAnalysis, scope: Scope, date_candidates: int = 0
+        self, analysis: QueryAnalysis, scope: Scope, dated: Sequence[Turn] = ()
     ) -> Corpus:
         """The passages of the turns the full-text index finds for the query (indexed mode),
-        and with `date_candidates` > 0 those of turns inside the question's time range
-        (`dated_turns`)."""
+        and of `dated` (`indexed_dated`: the turns inside the question's time range)."""
         match = await self._selective_match([term.term for term in analysis.terms])
         hits = await self.store.search_fts(match, scope, self.config.retrieval.max_candidates * 3)
         turns = await self.store.get_turns([turn_id for turn_id, _ in hits])
-        if analysis.time_range is not None and date_candidates > 0:
-            found = {turn.id for turn in turns}
-            dated = await self.dated_turns(analysis.time_range, scope, 2 * date_candidates)
-            turns += [turn for turn in dated if turn.id not in found]
+        found = {turn.id for turn in turns}
+        turns += [turn for turn in dated if turn.id not in found]
         corpus = await self.build(turns)
         corpus.bm25 = dict(hits)
         corpus.stats_sample = QUERY_STATS_SAMPLE
         return corpus
+
+    async def indexed_dated(
+        self, analysis: QueryAnalysis, scope: Scope, date_candidates: int
+    ) -> list[Turn]:
+        """For the indexed mode, the turns inside the question's time range (`dated_turns`,
+        twice `date_candidates` of each kind; none without a range or with the channel off),
+        looked up once per question however often the index is asked."""
+        if analysis.time_range is None or date_candidates <= 0:
+            return []
+        return await self.dated_turns(analysis.time_range, scope, 2 * date_candidates)
 
     async def dated_turns(self, time_range: DateRange, scope: Scope, limit: int) -> list[Turn]:
         """Turns of `scope` inside `time_range` for the indexed mode, in the first window that

@@ -1,11 +1,15 @@
-"""Reciprocal-rank fusion: a pure function over score lists."""
+"""Reciprocal-rank fusion: a pure function over score lists; and the order after a rule
+lifts some passages' scores."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from smartsearch_mcp.types import Scored
 
 
 def reciprocal_rank_fusion(
@@ -64,3 +68,22 @@ def _competition_ranks(values: np.ndarray) -> np.ndarray:
     ranks = np.empty(size, dtype=np.int64)
     ranks[order] = best
     return ranks
+
+
+def with_lifted_scores(
+    scored: Sequence[Scored],
+    scores: Sequence[float],
+    confidences: Sequence[float | None],
+    order_key: Sequence[float],
+) -> list[Scored]:
+    """`scored` with the `scores` and `confidences` a rule gave them (reply credit, bursts),
+    sorted again best first; equal scores in `order_key` order (a lifted passage's key puts
+    it next to the one that lifted it)."""
+    out = [
+        item
+        if scores[i] == item.score and confidences[i] == item.confidence
+        else dataclasses.replace(item, score=scores[i], confidence=confidences[i])
+        for i, item in enumerate(scored)
+    ]
+    order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
+    return [out[i] for i in order]

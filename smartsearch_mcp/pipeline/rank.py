@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -24,9 +24,13 @@ from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline.bursts import credit_bursts
 from smartsearch_mcp.pipeline.dated import windows_of
-from smartsearch_mcp.pipeline.fusion import competition_ranks, reciprocal_rank_fusion
+from smartsearch_mcp.pipeline.fusion import (
+    competition_ranks,
+    reciprocal_rank_fusion,
+    with_lifted_scores,
+)
 from smartsearch_mcp.pipeline.passages import asks_only
-from smartsearch_mcp.pipeline.updates import states_a_change
+from smartsearch_mcp.pipeline.updates import shares_a_subject, states_a_change
 from smartsearch_mcp.types import Candidate, Scored, Turn
 
 log = logging.getLogger(__name__)
@@ -221,14 +225,7 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
             # ...and is as certain as the reply that lifted it
             if item.confidence is not None:
                 sure[answered] = max(sure[answered] or 0.0, credit * item.confidence)
-    out = [
-        item
-        if raised[i] == item.score and sure[i] == item.confidence
-        else dataclasses.replace(item, score=raised[i], confidence=sure[i])
-        for i, item in enumerate(scored)
-    ]
-    order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
-    return [out[i] for i in order]
+    return with_lifted_scores(scored, raised, sure, order_key)
 
 
 def _best_of_user_run(
@@ -400,6 +397,7 @@ def prefer_later_restatements(
     same_speaker: bool = False,
     min_confidence: float = SUPERSEDE_CONFIDENCE,
     within_session: bool = False,
+    asked: Collection[str] | None = None,
 ) -> list[Scored]:
     """Current facts first: among the first `SUPERSEDE_WINDOW` passages, a turn said in a
     later session than a higher-ranked one about the same thing — similarity[i][j] (in the
@@ -414,6 +412,9 @@ def prefer_later_restatements(
     a later turn of someone else on the topic is conversation. With `within_session` a later
     turn of the same session may supersede too ("omg you're right, changed it to lemon"):
     meant with `needs_change`, since turns of one session follow each other on one topic.
+    With `asked` (the stems of the question's terms) the two turns must also share a word
+    the question does not ask about (`updates.shares_a_subject`): the question's own words
+    make any two of its passages look alike.
     threshold <= 0 returns the input unchanged.
     """
     if threshold <= 0 or len(scored) < 2:
@@ -432,6 +433,10 @@ def prefer_later_restatements(
             if needs_change and not states_a_change(later.candidate.passage.turn.text):
                 continue
             if same_speaker and not _same_speaker(later, scored[i]):
+                continue
+            if asked is not None and not shares_a_subject(
+                later.candidate.passage.text, scored[i].candidate.passage.text, asked
+            ):
                 continue
             # the two trade places (and scores): the passages between them keep theirs, so
             # what fits the budget is the same set of passages, only the order changes

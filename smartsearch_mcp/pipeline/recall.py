@@ -24,7 +24,7 @@ import numpy as np
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline import lap, off_loop
-from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query, light_stem
 from smartsearch_mcp.pipeline.corpus import (
     EmbedBudget,
     Embeddings,
@@ -308,7 +308,7 @@ class RecallPipeline:
         scored, outside = prefer_time_range(scored, analysis.time_range)
         if outside is not None:
             run.warnings.append(outside)
-        scored = self._prefer_current(scored, taken, vectors)
+        scored = self._prefer_current(scored, taken, vectors, analysis)
         if not taken:
             dated = self.config.retrieval.date_candidates > 0
             run.warnings.append(_nothing_found(analysis, dated))
@@ -348,8 +348,10 @@ class RecallPipeline:
         cfg = self.config.retrieval
         scan: ScanResult | None = None
         hops: list[Hop] = []
+        dated_turns: list[Turn] = []  # indexed mode: looked up once, whatever is asked again
         if cfg.mode == "indexed":
-            corpus = await self.corpora.indexed_corpus(analysis, scope, cfg.date_candidates)
+            dated_turns = await self.corpora.indexed_dated(analysis, scope, cfg.date_candidates)
+            corpus = await self.corpora.indexed_corpus(analysis, scope, dated_turns)
         else:
             source = await self.corpora.scope_corpus(scope)
             if isinstance(source, StreamedScope):
@@ -367,7 +369,7 @@ class RecallPipeline:
             searched, hops = await off_loop(self._limiter, _named_relations, analysis, corpus)
             if searched is not analysis and cfg.mode == "indexed":
                 # a name or relation to search: the index again, with it
-                corpus = await self.corpora.indexed_corpus(searched, scope, cfg.date_candidates)
+                corpus = await self.corpora.indexed_corpus(searched, scope, dated_turns)
             analysis = searched
         said = await off_loop(self._limiter, said_by_named, corpus.passages, analysis)
         if scan is not None:
@@ -577,9 +579,11 @@ class RecallPipeline:
         ordered: list[Scored],
         candidates: Sequence[Candidate],
         passage_vectors: np.ndarray | None,
+        analysis: QueryAnalysis,
     ) -> list[Scored]:
         """Current facts first (`rank.supersede`, see `rank.prefer_later_restatements`):
-        similarity is the bi-encoder's, so nothing moves without its vectors."""
+        similarity is the bi-encoder's, so nothing moves without its vectors, and the later
+        turn must be about what the earlier says (`updates.shares_a_subject`)."""
         rank = self.config.rank
         if rank.supersede <= 0 or passage_vectors is None or not ordered:
             return ordered
@@ -594,6 +598,7 @@ class RecallPipeline:
             rank.supersede_same_speaker,
             rank.supersede_confidence,
             rank.supersede_within_session,
+            asked={light_stem(term.term) for term in analysis.terms},
         )
 
     async def _score_expensive(

@@ -327,3 +327,20 @@ async def test_a_chat_message_naming_this_wknd_counts_for_last_weekend(store):
     result = await _lexical(store).recall("What did we do last weekend?", SCOPE, 1500, NOW)
     assert _texts(result)[0] == "dinner w maya this wknd?? nopalito sat 7"
     assert not any("falls in" in w for w in result.warnings)
+
+
+async def test_the_indexed_mode_looks_up_the_range_once_when_it_asks_the_index_again(store):
+    pipeline = _lexical(store, mode="indexed")
+    calls = []
+    looked_up = pipeline.corpora.dated_turns
+
+    async def counted(*args: Any) -> Any:
+        calls.append(args)
+        return await looked_up(*args)
+
+    pipeline.corpora.dated_turns = counted  # type: ignore[method-assign]
+    ranking = await pipeline.rank("Where is my sister going in February?", SCOPE, NOW)
+    assert [h.entity for h in ranking.hops] == ["Maya"]  # so the index was asked again
+    texts = [s.candidate.passage.turn.text for s in ranking.scored]
+    assert any("Airbnb near Ribeira" in t for t in texts)  # inside the range, kept
+    assert len(calls) == 1

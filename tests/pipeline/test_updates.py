@@ -7,7 +7,7 @@ from __future__ import annotations
 from factories import make_passage
 
 from smartsearch_mcp.pipeline.rank import prefer_later_restatements
-from smartsearch_mcp.pipeline.updates import states_a_change
+from smartsearch_mcp.pipeline.updates import shares_a_subject, states_a_change
 from smartsearch_mcp.types import Candidate, Scored
 
 
@@ -101,3 +101,36 @@ def test_within_session_a_later_change_in_the_same_session_supersedes() -> None:
             [booked, chat], SIMILAR, 0.45, needs_change=True, within_session=True
         )
     ) == [1, 3]
+
+
+def test_a_later_turn_is_about_the_earlier_by_the_questions_words_or_another() -> None:
+    recruiter = "The recruiter at Helio is Tom Becker, he wants a call on Thursday."
+    moved = "Helio moved the technical round to April 24, the interviewer is sick."
+    assert not shares_a_subject(moved, recruiter, {"recruiter", "helio"})  # no recruiter
+    assert shares_a_subject(moved, recruiter, set())  # "helio"
+    booked, switched = "Booked the trip to Lisbon.", "we switched the trip to Porto."
+    assert shares_a_subject(switched, booked, {"trip", "go"})  # both name the trip
+    taking = "ok, cutting back. I've been taking ibuprofen 400 mg after runs."
+    naproxen = "My doctor switched me from ibuprofen to naproxen."
+    assert shares_a_subject(naproxen, taking, {"medication", "tak", "knee"})  # "ibuprofen"
+    # inflections count as one word: "exports" is the question's "export"
+    assert not shares_a_subject("Exports moved to 3am.", "The invoice export runs at 2am.",
+                                {"export", "invoice"})  # fmt: skip
+
+
+def test_with_the_question_a_restatement_must_share_more_than_its_words() -> None:
+    recruiter = item(1, "The recruiter at Helio is Tom Becker, he wants a call on Thursday.",
+                     0.9, "j1", "2026-04-01T10:00")  # fmt: skip
+    moved = item(2, "Helio moved the technical round to April 24, the interviewer is sick.", 0.6,
+                 "j3", "2026-04-15T10:00")  # fmt: skip
+    both = [recruiter, moved]
+    assert ids(prefer_later_restatements(both, SIMILAR, 0.45, needs_change=True)) == [2, 1]
+    asked = {"recruiter", "helio"}
+    assert ids(prefer_later_restatements(both, SIMILAR, 0.45, needs_change=True, asked=asked)) == [
+        1,
+        2,
+    ]
+    round_ = item(1, "The technical round at Helio is on April 22.", 0.9, "j2", "2026-04-08T10:00")
+    assert ids(
+        prefer_later_restatements([round_, moved], SIMILAR, 0.45, needs_change=True, asked=asked)
+    ) == [2, 1]
