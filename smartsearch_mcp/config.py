@@ -143,6 +143,10 @@ class RetrievalConfig(Section):
     # candidates whatever their words — the best by lexical score, dense similarity, then
     # the latest (see pipeline/dated.py). 0: off.
     date_candidates: int = 30
+    # A word of the memory one edit away from a word of the question, where one of the two
+    # is no word the tokenizer knows whole ("resturant" for "restaurant"), is searched by grep
+    # as a variant of it (pipeline/spelling.py).
+    misspellings: bool = True
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
     # Grep mode keeps scopes' passages in memory while all of them together would take at
     # most this many MB (estimated from turns and characters: 1M chat-length turns ≈ 680

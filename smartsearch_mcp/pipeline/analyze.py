@@ -11,8 +11,8 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -480,6 +480,13 @@ def variant_term(variant: str, of: str, weight: float) -> WeightedTerm | None:
     return WeightedTerm(
         variant, round(weight * VARIANT_FACTOR, 4), "variant", inflect=True, group=of
     )
+
+
+def with_terms(analysis: QueryAnalysis, extra: Sequence[WeightedTerm]) -> QueryAnalysis:
+    """`analysis` with `extra` terms, all sorted by weight, heaviest first (ties in order):
+    what the memory adds to the question (names of relations, misspellings)."""
+    terms = sorted([*analysis.terms, *extra], key=lambda t: -t.weight)
+    return replace(analysis, terms=tuple(terms))
 
 
 class _TermBuilder:

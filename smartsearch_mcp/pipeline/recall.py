@@ -60,6 +60,7 @@ from smartsearch_mcp.pipeline.retrieve import (
 )
 from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
 from smartsearch_mcp.pipeline.sparse import SparseVectors
+from smartsearch_mcp.pipeline.spelling import KnownWords, with_misspellings
 from smartsearch_mcp.pipeline.token_vectors import (
     CandidateTokens,
     TokenBudget,
@@ -142,6 +143,7 @@ class RecallPipeline:
         self.sparse = SparseVectors(store, self.corpora.passages, self._limiter)
         self._entity_cache: dict[str, list[tuple[str, str]]] = {}  # text -> its entities
         self._counter: TokenCounter | None = None
+        self._known: KnownWords | None = None
         # False in a server: a recall does not wait for a model still loading, it ranks with
         # what is loaded and says so (the server loads the models in the background).
         self.wait_for_models = True
@@ -192,6 +194,12 @@ class RecallPipeline:
         if self._counter is None:
             self._counter = get_token_counter(self.config.truncation.tokenizer)
         return self._counter
+
+    @property
+    def _known_words(self) -> KnownWords:
+        if self._known is None:
+            self._known = KnownWords(self.token_counter())
+        return self._known
 
     def _wake_background(self) -> None:
         if self.on_backlog is not None:
@@ -366,9 +374,12 @@ class RecallPipeline:
             else:
                 corpus = source
         if scan is None:
-            searched, hops = await off_loop(self._limiter, _named_relations, analysis, corpus)
+            known = self._known_words if cfg.misspellings else None
+            searched, hops = await off_loop(
+                self._limiter, _as_the_memory_says, analysis, corpus, known
+            )
             if searched is not analysis and cfg.mode == "indexed":
-                # a name or relation to search: the index again, with it
+                # a name, relation or spelling to search: the index again, with it
                 corpus = await self.corpora.indexed_corpus(searched, scope, dated_turns)
             analysis = searched
         said = await off_loop(self._limiter, said_by_named, corpus.passages, analysis)
@@ -795,10 +806,17 @@ class RecallPipeline:
         return await anyio.to_thread.run_sync(self.models.get_splade)
 
 
-def _named_relations(analysis: QueryAnalysis, corpus: Corpus) -> tuple[QueryAnalysis, list[Hop]]:
+def _as_the_memory_says(
+    analysis: QueryAnalysis, corpus: Corpus, known: KnownWords | None
+) -> tuple[QueryAnalysis, list[Hop]]:
     """The question with the names the corpus gives its relation words and the relations it
     gives its names (`relations.resolve_relations`; looked up once per corpus, which is
-    rebuilt when the scope changes), and one hop for each: where the memory says it."""
+    rebuilt when the scope changes), one hop for each (where the memory says it), and with
+    its words as the corpus misspells them (`spelling.with_misspellings`, unless `known` is
+    None)."""
+    if known is not None:
+        speakers = {name.lower() for name in corpus.speakers()}
+        analysis = with_misspellings(analysis, corpus.vocabulary(), known, speakers)
     analysis, forward, backward = resolve_relations(
         analysis, corpus.passages, corpus.lowered, corpus.speakers(), corpus.relations
     )

@@ -5,7 +5,6 @@ a memory gives a relation is searched next to the relation's word (part of stage
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -21,6 +20,7 @@ from smartsearch_mcp.pipeline.analyze import (
     is_stopword,
     light_stem,
     variant_term,
+    with_terms,
     word_set,
 )
 from smartsearch_mcp.types import Passage
@@ -172,7 +172,7 @@ def with_relation_names(analysis: QueryAnalysis, names: Sequence[RelationName]) 
             if term not in have:
                 have.add(term)
                 extra.append(WeightedTerm(term, weight, "proper", group=full))
-    return _with_terms(analysis, extra)
+    return with_terms(analysis, extra)
 
 
 def relations_of(
@@ -214,13 +214,7 @@ def with_relation_words(analysis: QueryAnalysis, found: Sequence[RelationName]) 
                 if spelling not in have and variant is not None:
                     have.add(spelling)
                     extra.append(variant)
-    return _with_terms(analysis, extra)
-
-
-def _with_terms(analysis: QueryAnalysis, extra: Sequence[WeightedTerm]) -> QueryAnalysis:
-    """`analysis` with `extra` terms, all sorted by weight, heaviest first (ties in order)."""
-    terms = sorted([*analysis.terms, *extra], key=lambda t: -t.weight)
-    return dataclasses.replace(analysis, terms=tuple(terms))
+    return with_terms(analysis, extra)
 
 
 # Per relation: a quick check on the lowered text ("my sister" in it), and the patterns,

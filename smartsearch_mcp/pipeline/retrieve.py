@@ -28,6 +28,7 @@ from smartsearch_mcp.pipeline.lexical import (
     term_pattern,
 )
 from smartsearch_mcp.pipeline.relations import RelationName
+from smartsearch_mcp.pipeline.spelling import memory_words
 from smartsearch_mcp.types import Candidate, Passage
 
 # Minimum share of an idf-scaled term weight: a term in every turn (a speaker's name in a
@@ -57,6 +58,7 @@ class Corpus:
     bm25: dict[int, float] | None = None  # turn id -> FTS5 BM25, when the index chose them
     # what `relations.resolve_relations` looked up in these passages
     relations: dict[str, list[RelationName]] = dataclasses.field(default_factory=dict)
+    words: frozenset[str] | None = None  # see `vocabulary`
     stats_sample: int = STATS_SAMPLE
     # Only some passages of the scope (the scope was streamed, see `scan.scan_scope`):
     # nothing may be computed over "every passage" of it.
@@ -71,6 +73,13 @@ class Corpus:
         if self.speaker_names is None:
             self.speaker_names = speaker_names({p.turn.speaker for p in self.passages})
         return self.speaker_names
+
+    def vocabulary(self) -> frozenset[str]:
+        """The words of these passages a question's word may be misspelled as
+        (`spelling.memory_words`), collected once."""
+        if self.words is None:
+            self.words = memory_words(self.lowered)
+        return self.words
 
     def bursts(self, seconds: int, max_words: int) -> tuple[list[int], dict[int, str]]:
         """Each passage's burst group and the lowered joined text of each burst of several

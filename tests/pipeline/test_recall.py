@@ -246,6 +246,35 @@ async def test_relation_names_are_looked_up_again_once_the_memory_changes(store)
     assert [h.entity for h in ranking.hops] == ["Ana"]
 
 
+async def test_a_word_the_memory_misspells_is_found_and_the_setting_turns_it_off(store):
+    await store.remember(
+        "ns",
+        "s1",
+        [
+            TurnInput("that new resturant on Main Street was so good", "Ann"),
+            TurnInput("The museum opens at nine.", "Bo"),
+        ],
+    )
+    found = {}
+    for on in (True, False):
+        config = _config(rank={"scorers": ["lexical"]}, retrieval={"misspellings": on})
+        pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
+        ranking = await pipeline.rank("Which restaurant was it?", SCOPE)
+        found[on] = [s.candidate.passage.turn.text for s in ranking.scored]
+    assert found[True] == ["that new resturant on Main Street was so good"]
+    assert found[False] == []
+
+
+async def test_a_word_the_question_misspells_is_searched_as_the_memory_spells_it(store):
+    await store.remember("ns", "s1", [TurnInput("Biscuit goes to the groomer on Fridays.", "Ann")])
+    config = _config(rank={"scorers": ["lexical"]})
+    pipeline = RecallPipeline(store, config, GivenModels({}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("when is the gromer?", SCOPE)
+    assert [s.candidate.passage.turn.text for s in ranking.scored] == [
+        "Biscuit goes to the groomer on Fridays."
+    ]
+
+
 async def test_a_date_in_the_question_raises_turns_said_then(store):
     await store.remember(
         "ns",
