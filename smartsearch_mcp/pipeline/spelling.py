@@ -15,7 +15,6 @@ as a variant of the question's word (BM25 reads the question's own words).
 
 from __future__ import annotations
 
-import re
 import string
 import threading
 from collections.abc import Collection, Iterable
@@ -35,16 +34,18 @@ MIN_CHARS = 5
 MAX_SPELLINGS = 3
 # The kinds of question terms that are words someone could misspell.
 _SPELLED_KINDS = frozenset({"entity", "entity_part", "proper", "noun", "word"})
-_WORD_RE = re.compile(r"[^\W\d_]+")
+# What separates words besides spaces (faster than a regex over a whole scope).
+_SEPARATORS = str.maketrans(dict.fromkeys(string.punctuation + string.digits + "’‘“”…–—«»¿¡", " "))
 _LETTERS = string.ascii_lowercase
 
 
 def memory_words(lowered: Iterable[str]) -> frozenset[str]:
-    """Every word (a run of letters) of `lowered` texts of at least `MIN_CHARS` - 1 letters,
-    the words a question's word may be one edit away from."""
+    """The words of `lowered` texts of at least `MIN_CHARS` - 1 characters, split at spaces,
+    digits and punctuation: the words a question's word may be one edit away from (collected
+    once per cached scope)."""
     words: set[str] = set()
     for text in lowered:
-        words.update(_WORD_RE.findall(text))
+        words.update(text.translate(_SEPARATORS).split())
     return frozenset(word for word in words if len(word) >= MIN_CHARS - 1)
 
 
