@@ -412,9 +412,10 @@ def prefer_later_restatements(
     a later turn of someone else on the topic is conversation. With `within_session` a later
     turn of the same session may supersede too ("omg you're right, changed it to lemon"):
     meant with `needs_change`, since turns of one session follow each other on one topic.
-    With `asked` (the stems of the question's terms) the two turns must also share a word
-    the question does not ask about (`updates.shares_a_subject`): the question's own words
-    make any two of its passages look alike.
+    With `asked` (the stems of the question's terms) the later turn must also be about what
+    the earlier says — name every word of the question the earlier names, or share another
+    content word with it (`updates.shares_a_subject`): the question's own words make any two
+    of its passages look alike.
     threshold <= 0 returns the input unchanged.
     """
     if threshold <= 0 or len(scored) < 2:
