@@ -60,7 +60,7 @@ from smartsearch_mcp.pipeline.retrieve import (
 )
 from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
 from smartsearch_mcp.pipeline.sparse import SparseVectors
-from smartsearch_mcp.pipeline.spelling import KnownWords, with_misspellings
+from smartsearch_mcp.pipeline.spelling import KnownWords, corrected_question, with_misspellings
 from smartsearch_mcp.pipeline.token_vectors import (
     CandidateTokens,
     TokenBudget,
@@ -453,7 +453,8 @@ class RecallPipeline:
         """The query's vector (None: no dense channel) and the text embedded; in grep mode
         the corpus's vectors are filled for the dense channels over the whole scope."""
         cfg = self.config.retrieval
-        embedded_query = await off_loop(self._limiter, _embedded_query, query, corpus)
+        known = self._known_words if cfg.misspellings else None
+        embedded_query = await off_loop(self._limiter, _embedded_query, query, corpus, known)
         want_bi = "bi_encoder" in self.learned_rankers() or (cfg.dense and cfg.mode == "grep")
         if not (want_bi and cfg.dense and cfg.dense_candidates > 0):
             return None, embedded_query
@@ -859,7 +860,11 @@ def _quoted(query: str) -> str:
     return repr(shown if len(shown) <= 60 else shown[:60] + "…")
 
 
-def _embedded_query(query: str, corpus: Corpus) -> str:
+def _embedded_query(query: str, corpus: Corpus, known: KnownWords | None) -> str:
+    """What the bi-encoder embeds: the question as the memory spells it (unless `known` is
+    None), without the speakers' names (`dense_query`)."""
+    if known is not None:
+        query = corrected_question(query, corpus.vocabulary(), known)
     return dense_query(query, corpus.speakers())
 
 

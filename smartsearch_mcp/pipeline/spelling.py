@@ -15,6 +15,7 @@ as a variant of the question's word (BM25 reads the question's own words).
 
 from __future__ import annotations
 
+import re
 import string
 import threading
 from collections.abc import Collection, Iterable
@@ -34,6 +35,7 @@ MIN_CHARS = 5
 MAX_SPELLINGS = 3
 # The kinds of question terms that are words someone could misspell.
 _SPELLED_KINDS = frozenset({"entity", "entity_part", "proper", "noun", "word"})
+_QUESTION_WORD = re.compile(r"[A-Za-z]+")
 # What separates words besides spaces (faster than a regex over a whole scope).
 _SEPARATORS = str.maketrans(dict.fromkeys(string.punctuation + string.digits + "’‘“”…–—«»¿¡", " "))
 _LETTERS = string.ascii_lowercase
@@ -136,3 +138,29 @@ def with_misspellings(
     if not extra:
         return analysis
     return with_terms(analysis, extra)
+
+
+def corrected_question(query: str, words: frozenset[str], known: KnownWords) -> str:
+    """`query` with each word it misspells written as the memory spells it, for the
+    bi-encoder, which reads a misspelled word as other word pieces ("attnetion"): a word of
+    the question that is no known word and not in the memory's `words`, with exactly one word
+    of the memory one edit away ("Caroine" -> "Caroline", "resturant" -> "restaurant"; two
+    candidates, "hourse" -> "house" or "horse", leave it as it is). Grep searches both
+    (`with_misspellings`); the question as asked stays the question everywhere else."""
+    if not known.available:
+        return query
+
+    def fix(match: re.Match[str]) -> str:
+        word = match.group()
+        low = word.lower()
+        if len(low) < MIN_CHARS - 1 or low in words or known(low):
+            return word
+        found = [w for w in one_edit(low) & words if max(len(w), len(low)) >= MIN_CHARS]
+        if len(found) != 1:
+            return word
+        spelled = found[0]
+        if word.isupper():
+            return spelled.upper()
+        return spelled.capitalize() if word[0].isupper() else spelled
+
+    return _QUESTION_WORD.sub(fix, query)

@@ -275,6 +275,32 @@ async def test_a_word_the_question_misspells_is_searched_as_the_memory_spells_it
     ]
 
 
+class RecordingEmbedder(HashEmbedder):
+    """A HashEmbedder that keeps the questions it embedded."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> np.ndarray:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+@pytest.mark.parametrize("on", [True, False])
+async def test_the_bi_encoder_embeds_the_question_as_the_memory_spells_it(store, on):
+    await store.remember("ns", "s1", [TurnInput("We tried the new restaurant downtown.", "Ann")])
+    embedder = RecordingEmbedder()
+    config = _config(
+        rank={"scorers": ["bi_encoder", "lexical"]},
+        retrieval={"dense": True, "misspellings": on},
+    )
+    pipeline = RecallPipeline(store, config, GivenModels({"bi_encoder": embedder}))  # type: ignore[arg-type]
+    ranking = await pipeline.rank("Which resturant did we try?", SCOPE)
+    assert ranking.query == "Which resturant did we try?"  # the question as asked
+    expected = "Which restaurant did we try?" if on else "Which resturant did we try?"
+    assert set(embedder.queries) == {expected}
+
+
 async def test_a_date_in_the_question_raises_turns_said_then(store):
     await store.remember(
         "ns",

@@ -10,6 +10,7 @@ from smartsearch_mcp.pipeline.analyze import analyze_query
 from smartsearch_mcp.pipeline.spelling import (
     MAX_SPELLINGS,
     KnownWords,
+    corrected_question,
     memory_words,
     misspellings,
     one_edit,
@@ -108,3 +109,17 @@ def test_a_speakers_name_is_not_looked_up_but_a_misspelled_one_finds_it(known):
     misspelled = analyze_query("What did Caroine do?", None)
     searched = with_misspellings(misspelled, words, known, speakers={"caroline"})
     assert "caroline" in {t.term for t in searched.terms}
+
+
+def test_the_question_is_written_as_the_memory_spells_it_for_the_bi_encoder(known):
+    words = _words("Caroline went to the restaurant", "the house and the horse", "attention")
+    assert (
+        corrected_question("When did Caroine go to the RESTURANT?", words, known)
+        == "When did Caroline go to the RESTAURANT?"
+    )
+    assert corrected_question("where is my hourse?", words, known) == "where is my hourse?"
+    # real words and words the memory has are never changed
+    assert corrected_question("Is the horse ok?", words, known) == "Is the horse ok?"
+    assert corrected_question("pay atention", words, known) == "pay attention"
+    estimate = KnownWords(EstimatedTokenCounter())
+    assert corrected_question("the resturant", words, estimate) == "the resturant"
