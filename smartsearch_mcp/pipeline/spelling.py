@@ -8,9 +8,9 @@ the two is not a word the tokenizer knows whole, nor an inflection of one. The B
 (o200k_base) holds the commonest English words as single tokens ("restaurant" is one token,
 "resturant" two), and many of their inflections ("hiked" is two tokens, "hike" one), so two
 real words one edit apart ("horse" and "house", "eating" and "hating") are not taken for each
-other. Words shorter than `MIN_CHARS` letters are left
-alone: one edit turns most of them into another word. The spelling found is searched by grep
-as a variant of the question's word (BM25 reads the question's own words).
+other. Words shorter than `MIN_CHARS` letters are left alone: one edit turns most of them
+into another word. The spelling found is searched by grep as a variant of the question's word
+(BM25 reads the question's own words).
 """
 
 from __future__ import annotations
@@ -93,6 +93,12 @@ class KnownWords:
         return known
 
 
+def _one_edit_in(word: str, words: frozenset[str]) -> list[str]:
+    """The memory's `words` one edit away from `word`, the longer of each pair at least
+    `MIN_CHARS` letters."""
+    return [w for w in one_edit(word) & words if max(len(w), len(word)) >= MIN_CHARS]
+
+
 def misspellings(term: str, words: frozenset[str], known: KnownWords) -> list[str]:
     """The words of the memory (`words`) that are `term` misspelled, or that `term` is a
     misspelling of: one edit away, not both known words; at most `MAX_SPELLINGS`, the
@@ -100,14 +106,8 @@ def misspellings(term: str, words: frozenset[str], known: KnownWords) -> list[st
     if not term.isalpha() or len(term) < MIN_CHARS - 1:
         return []
     term_known = known(term)
-    found = []
-    for word in sorted(one_edit(term) & words):
-        if max(len(word), len(term)) < MIN_CHARS:
-            continue
-        word_known = known(word)
-        if term_known and word_known:
-            continue
-        found.append((word_known, word))
+    found = [(known(word), word) for word in _one_edit_in(term, words)]
+    found = [(word_known, word) for word_known, word in found if not (term_known and word_known)]
     return [word for _, word in sorted(found)[:MAX_SPELLINGS]]
 
 
@@ -155,7 +155,7 @@ def corrected_question(query: str, words: frozenset[str], known: KnownWords) -> 
         low = word.lower()
         if len(low) < MIN_CHARS - 1 or low in words or known(low):
             return word
-        found = [w for w in one_edit(low) & words if max(len(w), len(low)) >= MIN_CHARS]
+        found = _one_edit_in(low, words)
         if len(found) != 1:
             return word
         spelled = found[0]

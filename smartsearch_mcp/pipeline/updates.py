@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from smartsearch_mcp.pipeline.analyze import is_stopword, light_stem, tokenize_words
+from smartsearch_mcp.pipeline.analyze import distinct_words, is_stopword, light_stem
 
 # A change reported as done: a verb of change in the past tense or participle ("moved to",
 # "we switched", "got cancelled") or an adverb of replacement. Base forms and nouns are left
@@ -37,7 +37,7 @@ def states_a_change(text: str) -> bool:
 def content_stems(text: str) -> set[str]:
     """The stems (`analyze.light_stem`) of the content words of `text`: no stopwords, at least
     3 characters."""
-    return {light_stem(w) for w in tokenize_words(text) if len(w) >= 3 and not is_stopword(w)}
+    return {light_stem(w) for w in distinct_words(text) if len(w) >= 3 and not is_stopword(w)}
 
 
 def shares_a_subject(later: str, earlier: str, asked: Collection[str]) -> bool:
