@@ -14,6 +14,7 @@ stderr while serving, so stray reads and prints miss the wire.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import logging
 import os
@@ -228,7 +229,13 @@ def _read_chunks(fd: int, send: MemoryObjectSendStream[bytes], token: Any) -> No
             if not chunk:
                 break
             anyio.from_thread.run(send.send, chunk, token=token)
-    except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+    except (
+        RuntimeError,
+        anyio.ClosedResourceError,
+        anyio.BrokenResourceError,
+        # the loop was cancelled (Ctrl-C) while it was taking a chunk
+        concurrent.futures.CancelledError,
+    ):
         return  # the server is gone
     with suppress(RuntimeError):
         anyio.from_thread.run_sync(send.close, token=token)
