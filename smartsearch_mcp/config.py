@@ -208,6 +208,10 @@ class ModelsConfig(Section):
     # when onnxruntime and onnx are installed and precision is auto/int8, else torch: the
     # default preset's choice). See docs/bench/rankers.md.
     cross_encoder_backend: str = setting("torch", choices=CROSS_ENCODER_BACKENDS)
+    # A server's recall that meets a model still loading (just after start-up) waits for it
+    # at most this many seconds, then ranks with what is loaded and says so. A CLI recall
+    # always waits: it has nothing else to rank with.
+    load_wait_s: float = setting(20.0, at_least=0.0, at_most=600.0)
 
     def check(self) -> None:
         if self.cross_encoder_backend == "onnx" and self.precision == "bf16":

@@ -121,9 +121,9 @@ def create_server(
         try:
             async with anyio.create_task_group() as background:
                 if preload_models:
-                    # Recall answers at once with what is loaded, saying so, while the
-                    # models load in the background.
-                    memory.pipeline.wait_for_models = False
+                    # The models load in the background; a recall meanwhile waits for them
+                    # at most models.load_wait_s, then ranks with what is loaded, saying so.
+                    memory.pipeline.model_wait_s = config.models.load_wait_s
                     warmed = _warm_models_later(memory)
                     background.start_soon(_index_once_warm, memory, warmed)
                 if cli_socket:

@@ -1,5 +1,7 @@
-"""The first recall after the handshake never waits for a model (issues 16 and 18): it
-answers at once with what is loaded and says so, while the models load in the background."""
+"""The first recall after the handshake waits for a model still loading at most
+`models.load_wait_s`: a model that loads in that time ranks it (a recall right after start-up
+is a full recall); one that takes longer is left out, the recall says so, and it never claims
+that nothing is stored only because a model was still loading."""
 
 from __future__ import annotations
 
@@ -66,14 +68,15 @@ async def test_the_first_recall_answers_lexically_while_a_model_loads(
     release = threading.Event()
     registry = BlockingRegistry(release)
     _use_registry(monkeypatch, registry)
-    server = create_server(CONFIG, tmp_path / "m.db", preload_models=True)
+    config = CONFIG.with_overrides(models={"load_wait_s": 0.0})
+    server = create_server(config, tmp_path / "m.db", preload_models=True)
     try:
         async with Client(server) as client:
             await client.call_tool(
                 "remember",
                 {"turns": [{"text": "My puppy is called Biscuit."}, {"text": "I like tea."}]},
             )
-            with anyio.fail_after(60):  # on main it waits for the model: forever here
+            with anyio.fail_after(60):  # without the bound it waits for the model: forever
                 first = (await client.call_tool("recall", QUERY)).structured_content
             assert first is not None
             assert first["rankers"] == ["lexical"]
@@ -90,6 +93,70 @@ async def test_the_first_recall_answers_lexically_while_a_model_loads(
             assert not any("loading" in w for w in second["warnings"])
     finally:
         release.set()
+
+
+async def test_a_recall_right_after_start_up_waits_for_a_model_that_loads_in_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    registry = BlockingRegistry(release)
+    _use_registry(monkeypatch, registry)
+    config = CONFIG.with_overrides(models={"load_wait_s": 60.0})
+    server = create_server(config, tmp_path / "m.db", preload_models=True)
+    timer = threading.Timer(0.5, release.set)  # the model loads half a second into the recall
+    try:
+        async with Client(server) as client:
+            await client.call_tool(
+                "remember",
+                {"turns": [{"text": "My puppy is called Biscuit."}, {"text": "I like tea."}]},
+            )
+            timer.start()
+            with anyio.fail_after(60):
+                first = (await client.call_tool("recall", QUERY)).structured_content
+    finally:
+        timer.cancel()
+        release.set()
+    assert first is not None
+    assert first["rankers"] == ["cross_encoder"]
+    assert not any("loading" in w for w in first["warnings"])
+
+
+class SlowBiEncoderRegistry(ModelRegistry):
+    """The bi-encoder loads only once `release` is set; no other model loads."""
+
+    def __init__(self, config: Config, release: threading.Event) -> None:
+        super().__init__(config.models, config.nlp)
+        self.release = release
+
+    def _load(self, kind: str) -> tuple[Any | None, ModelStatus]:
+        if kind == "bi_encoder":
+            self.release.wait(timeout=120)
+        return None, ModelStatus(kind, "none", None, ok=False)
+
+
+async def test_a_recall_that_finds_nothing_while_models_load_does_not_say_nothing_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The dense channel finds turns that share no word with the question: with its
+    # bi-encoder still loading, an empty answer is not "nothing matches".
+    release = threading.Event()
+    config = CONFIG.with_overrides(
+        models={"load_wait_s": 0.2}, rank={"scorers": ["bi_encoder"]}, retrieval={"dense": True}
+    )
+    registry = SlowBiEncoderRegistry(config, release)
+    _use_registry(monkeypatch, registry)
+    server = create_server(config, tmp_path / "m.db", preload_models=True)
+    try:
+        async with Client(server) as client:
+            await client.call_tool("remember", {"turns": [{"text": "My puppy is called Biscuit."}]})
+            with anyio.fail_after(60):
+                result = await client.call_tool("recall", {"query": "Which pet do I have?"})
+    finally:
+        release.set()
+    found = result.structured_content
+    assert found is not None and not found["passages"]
+    assert any("still loading" in w and "ask again" in w for w in found["warnings"])
+    assert not any("nothing in this memory matches" in w for w in found["warnings"])
 
 
 class OverlapRegistry(ModelRegistry):

@@ -82,6 +82,7 @@ DENSE_SCOPE_LIMIT = 200_000
 SCAN_PAGE = 2000  # turns per read of a streamed scope
 # Rankers that need no model: what recall ranks with while the models load.
 MODEL_FREE = frozenset({"lexical", "bm25", "speaker"})
+LOAD_POLL_S = 0.05  # how often a recall waiting for a loading model looks again
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ class _Recall:
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
     loading: set[str] = field(default_factory=set)  # configured models not loaded yet
+    models_by: float | None = None  # time.monotonic() after which no model is waited for
     memo: dict[str, Any] = field(default_factory=dict)  # values computed once per recall
 
 
@@ -144,9 +146,10 @@ class RecallPipeline:
         self._entity_cache: dict[str, list[tuple[str, str]]] = {}  # text -> its entities
         self._counter: TokenCounter | None = None
         self._known: KnownWords | None = None
-        # False in a server: a recall does not wait for a model still loading, it ranks with
-        # what is loaded and says so (the server loads the models in the background).
-        self.wait_for_models = True
+        # How long a recall waits for a model still loading: None (a CLI recall) as long as
+        # loading takes; in a server `models.load_wait_s`, after which it ranks with what is
+        # loaded and says so (the server loads the models in the background).
+        self.model_wait_s: float | None = None
         # Called when a recall met passages it could not embed within its budget, or embedded
         # some itself (the server wakes its background embedding, which stores them: turns
         # may come from other processes).
@@ -275,7 +278,9 @@ class RecallPipeline:
         on_recall = self.config.rank.embed_on_recall
         run = _Recall(EmbedBudget(on_recall), TokenBudget(on_recall), EmbedBudget(on_recall))
         clock = time.perf_counter()
-        if self.wait_for_models:
+        if self.model_wait_s is not None:
+            run.models_by = time.monotonic() + self.model_wait_s
+        else:
             # A cold process (a CLI recall): the rankers load in the background while spaCy
             # loads and analyses the query, instead of after it.
             self.models.start_loading(k for k in self.model_kinds() if k != "spacy")
@@ -317,7 +322,10 @@ class RecallPipeline:
         if outside is not None:
             run.warnings.append(outside)
         scored = self._prefer_current(scored, taken, vectors, analysis)
-        if not taken:
+        if not taken and run.loading:
+            # Not "nothing matches": a model that could have found it was not loaded yet.
+            run.warnings.append(_nothing_found_yet(analysis, run.loading))
+        elif not taken:
             dated = self.config.retrieval.date_candidates > 0
             run.warnings.append(_nothing_found(analysis, dated))
         for message in (run.budget.warning(), run.tokens.warning()):
@@ -726,13 +734,16 @@ class RecallPipeline:
     # ------------------------------------------------------------------ models
 
     async def _model(self, kind: str, run: _Recall) -> Any | None:
-        """The model of that kind, or None when it cannot be loaded — or, when recall does
-        not wait for models (`wait_for_models`), while it is still loading (it goes on
-        loading in the background; `run.loading` says so)."""
-        if not self.wait_for_models and not self.models.loaded(kind):
+        """The model of that kind, or None when it cannot be loaded — or, when recall waits
+        for models a bounded time (`model_wait_s`), while it is still loading when that time
+        is up (it goes on loading in the background; `run.loading` says so)."""
+        if run.models_by is not None and not self.models.loaded(kind):
             self.models.start_loading([kind])
-            run.loading.add(kind)
-            return None
+            while not self.models.loaded(kind) and time.monotonic() < run.models_by:
+                await anyio.sleep(LOAD_POLL_S)
+            if not self.models.loaded(kind):
+                run.loading.add(kind)
+                return None
         if kind == "spacy":
             return await anyio.to_thread.run_sync(self.models.get_nlp)
         if kind == "bi_encoder":
@@ -852,6 +863,15 @@ def _nothing_found(analysis: QueryAnalysis, dated: bool) -> str:
     return (
         f"nothing in this memory matches {_quoted(analysis.query)}: no turn shares its "
         f"words{when}; try other words, a wider time range or another namespace"
+    )
+
+
+def _nothing_found_yet(analysis: QueryAnalysis, loading: set[str]) -> str:
+    """The warning of a recall that found no candidate while models were still loading."""
+    return (
+        f"no turn shares the words of {_quoted(analysis.query)}, and the models that find "
+        f"turns by meaning are still loading ({', '.join(sorted(loading))}): this is not "
+        "an answer that nothing is stored; ask again in a few seconds"
     )
 
 
