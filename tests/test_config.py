@@ -5,8 +5,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import shutil
 import subprocess
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -166,12 +168,40 @@ def test_overrides_are_checked_like_a_file():
         Config().with_overrides(truncation={"nope": 1})
 
 
-def test_every_shipped_preset_validates_in_both_copies():
-    """Each preset in configs/ and its copy in the package's presets/ load (every value
-    checked) to the same settings."""
-    for file in REPO_CONFIGS.glob("*.toml"):
-        in_repo, packaged = Config.load(file), Config.load(PRESETS_DIR / file.name)
-        assert dataclasses.replace(packaged, source=in_repo.source) == in_repo
+def test_a_built_package_carries_every_preset_of_configs(tmp_path: Path):
+    """The package's presets/ is a link to configs/ in a checkout: what a user installs is
+    a built wheel, so build one and read the presets out of it."""
+    pytest.importorskip("setuptools")
+    root = Path(__file__).parents[1]
+    source = tmp_path / "src"
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        source.mkdir(exist_ok=True)
+        (source / name).write_bytes((root / name).read_bytes())
+    for folder in ("smartsearch_mcp", "configs"):
+        shutil.copytree(
+            root / folder,
+            source / folder,
+            symlinks=True,
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "--no-index", "-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {
+            Path(name).name: archive.read(name)
+            for name in archive.namelist()
+            if name.startswith("smartsearch_mcp/presets/")
+        }
+    presets = {file.name: file.read_bytes() for file in REPO_CONFIGS.glob("*.toml")}
+    assert presets and shipped == presets
+    for name, text in shipped.items():  # each loads, every value checked
+        (tmp_path / name).write_bytes(text)
+        Config.load(tmp_path / name)
 
 
 def test_values_are_checked_however_the_config_is_built():

@@ -11,21 +11,17 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from servers import http_server
-from shared_data import shared_data_dir
 
 from smartsearch_mcp.importers.locomo import load_locomo
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SHARED_LOCOMO = shared_data_dir() / "locomo" / "26.json"
 
 
 def _conversation_turns() -> tuple[list[dict], dict[str, str]]:
-    """A LoCoMo conversation as `remember` turns (the whole ~600-turn one when the shared
-    data is there, else the fixture slice), and dia_id -> text."""
-    path = SHARED_LOCOMO if SHARED_LOCOMO.exists() else FIXTURES / "locomo" / "26.json"
-    (conversation,) = load_locomo(path)
+    """A conversation of our own in LoCoMo's format as `remember` turns, and dia_id -> text."""
+    (conversation,) = load_locomo(FIXTURES / "locomo" / "26.json")
     turns = []
     for session in conversation.sessions:
         for turn in session.turns:
@@ -61,7 +57,7 @@ async def test_a_client_over_stdio_remembers_a_conversation_recalls_reads_and_fo
 
             found = await client.call_tool(
                 "recall",
-                {"query": "When did Caroline go to the LGBTQ support group?", "max_tokens": 1500},
+                {"query": "When did Caroline join the pottery class?", "max_tokens": 1500},
             )
             assert not found.is_error, found.content
             out = found.structured_content
@@ -70,7 +66,7 @@ async def test_a_client_over_stdio_remembers_a_conversation_recalls_reads_and_fo
             for passage in out["passages"]:
                 assert passage["id"] in by_id
                 assert passage["text"] in by_id[passage["id"]]["text"]
-            assert any("support group" in p["text"] for p in out["passages"])
+            assert any("pottery class" in p["text"] for p in out["passages"])
 
             stats = json.loads((await client.read_resource("memory://stats")).contents[0].text)
             assert stats["turns"] == len(turns)
@@ -89,7 +85,7 @@ async def test_a_client_over_stdio_remembers_a_conversation_recalls_reads_and_fo
 
             gone = await client.call_tool("forget", {"session_id": "locomo-26"})
             assert len(gone.structured_content["deleted_turn_ids"]) == len(turns)
-            after = await client.call_tool("recall", {"query": "support group"})
+            after = await client.call_tool("recall", {"query": "pottery class"})
             assert after.structured_content["passages"] == []
     # Models load lazily: the handshake must not wait for them.
     assert handshake < 10, f"handshake took {handshake:.1f}s"

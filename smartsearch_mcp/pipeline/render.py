@@ -43,7 +43,9 @@ def summary_line(
 def stop_phrase(stop_reason: str, score_at_cut: float | None = None) -> str:
     """Why truncation stopped, in words."""
     if stop_reason == "threshold":
-        at = f" ({score_at_cut:.2f})" if score_at_cut is not None else ""
+        # + 0.0: a value that rounds to zero from below reads "0.00", not "-0.00" (which
+        # would be longer than the longest line truncation prices; see _LONGEST_STOP)
+        at = f" ({round(score_at_cut, 2) + 0.0:.2f})" if score_at_cut is not None else ""
         return f"stopped where confidence fell well below the best{at}"
     if stop_reason == "top_k":
         return "stopped at truncation.top_k passages"

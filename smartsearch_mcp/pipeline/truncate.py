@@ -20,11 +20,10 @@ _WORD_END_RE = re.compile(r"\S(?=\s|$)")
 
 @dataclass(frozen=True, slots=True)
 class Truncation:
-    """What fitted. `tokens_used` is what the kept passages cost: with a `RenderedCost`, the
-    tokens of the whole rendered text; otherwise the sum over `kept` of counted text plus
-    per-passage overhead. `score_at_cut` is the score (the confidence, when truncation used
-    one) of the best passage left out wholly (None when none was). `reason` says what
-    limited the result:
+    """What fitted. `tokens_used` is what the kept passages cost: the tokens of the whole
+    rendered recall text (see `RenderedCost`). `score_at_cut` is the score (the confidence,
+    when truncation used one) of the best passage left out wholly (None when none was).
+    `reason` says what limited the result:
 
     - "budget": a passage was skipped or cut short because it did not fit the token budget;
     - "top_k": `top_k` passages were kept and more remained;
@@ -48,12 +47,11 @@ def truncate_to_budget(
     top_k: int,
     alpha: float,
     min_passages: int = 1,
-    overhead_tokens: int = 0,
     *,
+    cost: RenderedCost,
     confidence: Sequence[float] | None = None,
-    cost: RenderedCost | None = None,
 ) -> Truncation:
-    """Keep the best passages that fit `max_tokens`.
+    """Keep the best passages that fit `max_tokens` of rendered recall text.
 
     `scored` must be sorted by score, best first. Passages are taken in that order while
     fewer than `top_k` are kept (`top_k` <= 0: no limit) and their threshold value is at
@@ -63,92 +61,17 @@ def truncate_to_budget(
     scores, such as raw logits, a ratio means nothing, so all pass); the first
     `min_passages` passages are exempt from it.
 
-    Each passage costs its counted tokens plus `overhead_tokens` — or, with `cost`, what it
-    adds to the rendered recall text (its line, its session's heading) on top of the
-    text's fixed part, so that the budget bounds what the agent receives. A passage that
-    does not fit is skipped and later, shorter ones are still tried (greedy fill: better
-    recall than stopping at the first misfit). If the best passage alone exceeds the budget
-    it is cut at a word boundary to fit and returned alone (`clipped`), so a match never
-    comes back empty unless the budget cannot hold even its first word or character.
+    Each passage costs what it adds to the rendered recall text (`cost`: its line, its
+    session's heading) on top of the text's fixed part, so that the budget bounds what the
+    agent receives. A passage that does not fit is skipped and later, shorter ones are
+    still tried (greedy fill: better recall than stopping at the first misfit). If the best
+    passage alone exceeds the budget it is cut at a word boundary to fit and returned alone
+    (`clipped`), so a match never comes back empty unless the budget cannot hold even its
+    first word or character.
 
-    The budget is never exceeded: tokens_used <= max_tokens (with `cost`, unless its fixed
-    part — warnings — alone exceeds it; then no passage is kept).
+    The budget is never exceeded: tokens_used <= max_tokens, unless the text's fixed part
+    (its first line, multi-hop notes, warnings) alone exceeds it; then no passage is kept.
     """
-    if cost is not None:
-        return _truncate_rendered(
-            scored, max_tokens, counter, top_k, alpha, min_passages, confidence, cost
-        )
-    if not scored:
-        return Truncation(kept=[], tokens_used=0, score_at_cut=None, reason="exhausted")
-    values = _threshold_values(scored, confidence)
-    threshold = _threshold(values[0], alpha)
-    kept: list[Scored] = []
-    used = 0
-    left_out: float | None = None  # score of the first passage left out
-    over_budget = False
-    stop: TruncationReason = "exhausted"
-    for index, item in enumerate(scored):
-        if top_k > 0 and len(kept) >= top_k:
-            stop = "top_k"
-        elif threshold is not None and len(kept) >= min_passages and not values[index] >= threshold:
-            stop = "threshold"
-        elif used + overhead_tokens >= max_tokens:
-            over_budget = True  # full: no passage with any text fits any more
-        else:
-            cost_of = counter.count(item.candidate.passage.text) + overhead_tokens
-            if used + cost_of <= max_tokens:
-                kept.append(item)
-                used += cost_of
-                continue
-            over_budget = True
-            if index == 0:
-                clipped = _clip(item, max_tokens - overhead_tokens, counter)
-                if clipped is not None:
-                    used = counter.count(clipped.candidate.passage.text) + overhead_tokens
-                    return Truncation(
-                        kept=[clipped],
-                        tokens_used=used,
-                        score_at_cut=values[1] if len(scored) > 1 else None,
-                        reason="budget",
-                        clipped=True,
-                    )
-            if left_out is None:
-                left_out = values[index]
-            continue  # greedy fill: a later, shorter passage may still fit
-        if left_out is None:
-            left_out = values[index]
-        break
-    return Truncation(
-        kept=kept,
-        tokens_used=used,
-        score_at_cut=left_out,
-        reason="budget" if over_budget else stop,
-    )
-
-
-def _threshold_values(scored: Sequence[Scored], confidence: Sequence[float] | None) -> list[float]:
-    if confidence is None:
-        return [item.score for item in scored]
-    if len(confidence) != len(scored):
-        raise ValueError(f"{len(confidence)} confidence values for {len(scored)} passages")
-    return [float(value) for value in confidence]
-
-
-def _threshold(best: float, alpha: float) -> float | None:
-    return alpha * best if alpha > 0 and best > 0 and math.isfinite(best) else None
-
-
-def _truncate_rendered(
-    scored: Sequence[Scored],
-    max_tokens: int,
-    counter: TokenCounter,
-    top_k: int,
-    alpha: float,
-    min_passages: int,
-    confidence: Sequence[float] | None,
-    cost: RenderedCost,
-) -> Truncation:
-    """`truncate_to_budget` priced by the rendered text (see `RenderedCost`)."""
     cost.reset()
     fixed = cost.fixed(max_tokens)
     if not scored:
@@ -160,7 +83,6 @@ def _truncate_rendered(
     left_out: int | None = None  # index of the first passage left out
     over_budget = False
     stop: TruncationReason = "exhausted"
-    clipped = False
     for index, item in enumerate(scored):
         if top_k > 0 and len(kept) >= top_k:
             stop = "top_k"
@@ -185,7 +107,19 @@ def _truncate_rendered(
         left_out = index if left_out is None else left_out
     reason: TruncationReason = "budget" if over_budget else stop
     items = [scored[i] for i in kept]
-    return _checked(items, scored, values, left_out, max_tokens, cost, reason, clipped)
+    return _checked(items, scored, values, left_out, max_tokens, cost, reason, False)
+
+
+def _threshold_values(scored: Sequence[Scored], confidence: Sequence[float] | None) -> list[float]:
+    if confidence is None:
+        return [item.score for item in scored]
+    if len(confidence) != len(scored):
+        raise ValueError(f"{len(confidence)} confidence values for {len(scored)} passages")
+    return [float(value) for value in confidence]
+
+
+def _threshold(best: float, alpha: float) -> float | None:
+    return alpha * best if alpha > 0 and best > 0 and math.isfinite(best) else None
 
 
 def _checked(

@@ -66,7 +66,7 @@ async def test_gold_dia_ids_map_to_the_remembered_turns(fake_pool: Any) -> None:
 
     first = output.outcomes[0]
     (gold_id,) = first["gold"]
-    assert first["gold_turns"][str(gold_id)]["text"].startswith("I went to a LGBTQ support")
+    assert first["gold_turns"][str(gold_id)]["text"].startswith("I joined a pottery class")
     hand_made = output.outcomes[4]
     assert len(hand_made["gold"]) == 5
     assert hand_made["unresolved_evidence"] == ["see", "D30:5"]
@@ -96,7 +96,7 @@ async def test_a_question_without_resolvable_gold_is_kept_but_scores_no_recall(
 ) -> None:
     output = await run_locomo(fake_pool)
 
-    no_gold = output.outcomes[3]  # "What did Melanie paint recently?": D8:6, D9:17 missing
+    no_gold = output.outcomes[3]  # "What did Melanie plant recently?": D8:6, D9:17 missing
     assert no_gold["gold"] == []
     assert no_gold["candidate_recall"] is None
     assert no_gold["systems"]["smartsearch"]["1000"]["recall"] is None

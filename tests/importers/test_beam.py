@@ -41,9 +41,8 @@ def test_trailing_plan_index_markers_are_stripped_unless_asked_not_to() -> None:
     first = conversation.sessions[0].turns[0]
     assert first == TurnInput(
         text=(
-            "I'm working on a project with a Time Anchor of March 15, 2024, and I need to plan my "
-            "tasks accordingly, can you help me create a schedule to ensure I meet my deadlines "
-            "by then?"
+            "I'm building a recipe planner and the demo is due on March 15, 2024; can you help me "
+            "lay out the work week by week so I make it?"
         ),
         speaker="user",
         role="user",
@@ -58,9 +57,9 @@ def test_probing_questions_flatten_gold_ids_and_keep_questions_without_gold() ->
 
     by_ability = {q.ability: q for q in conversation.questions}
     assert by_ability["information_extraction"] == BeamQuestion(
-        question="When does my first sprint end?",
+        question="When is the recipe planner demo?",
         ability="information_extraction",
-        answer="My first sprint ends on March 29.",
+        answer="The demo is on March 15, 2024.",
         gold_message_ids=[28],
         difficulty="easy",
     )
@@ -70,7 +69,7 @@ def test_probing_questions_flatten_gold_ids_and_keep_questions_without_gold() ->
     assert abstention.gold_message_ids == []
     assert not abstention.has_gold
     assert abstention.answer is not None
-    assert abstention.answer.startswith("Based on the provided chat, there is no information")
+    assert abstention.answer.startswith("Nothing in the chat says")
 
 
 @pytest.mark.parametrize(

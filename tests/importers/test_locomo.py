@@ -44,7 +44,7 @@ def test_conversation_file_loads_sessions_in_order_with_dated_turns() -> None:
         ("26:session_2", 3),
     ]
     assert conversation.sessions[0].turns[0] == TurnInput(
-        text="Hey Mel! Good to see you! How have you been?",
+        text="Hi Melanie! It's been ages, how is everything?",
         speaker="Caroline",
         role="other",
         timestamp="1:56 pm on 8 May, 2023",
@@ -56,11 +56,11 @@ def test_conversation_file_loads_sessions_in_order_with_dated_turns() -> None:
 def test_image_caption_is_appended_to_the_text_and_kept_in_metadata() -> None:
     [conversation] = load_locomo(FIXTURE)
 
-    caption = "a photo of a dog walking past a wall with a painting of a woman"
+    caption = "a photo of a clay bowl on a wooden table next to a window"
     turn = conversation.sessions[0].turns[4]
     assert turn.text == (
-        "The transgender stories were so inspiring! I was so happy and thankful for all the "
-        f"support. [shared an image: {caption}]"
+        "I made a little blue bowl! It's a bit wonky but I was so proud of it. "
+        f"[shared an image: {caption}]"
     )
     assert turn.metadata == {"dia_id": "D1:5", "blip_caption": caption}
 
@@ -70,7 +70,7 @@ def test_questions_keep_resolvable_evidence_and_report_the_rest() -> None:
 
     first, *_, malformed, hand_made = conversation.questions
     assert first == LocomoQuestion(
-        question="When did Caroline go to the LGBTQ support group?",
+        question="When did Caroline join the pottery class?",
         answer="7 May 2023",
         category=2,
         evidence=["D1:3"],
@@ -89,7 +89,7 @@ def test_adversarial_question_has_an_empty_answer_and_its_adversarial_answer() -
 
     [adversarial] = [q for q in conversation.questions if q.category == 5]
     assert adversarial.answer == ""
-    assert adversarial.adversarial_answer == "self-care is important"
+    assert adversarial.adversarial_answer == "to train every week"
 
 
 def test_dia_locations_map_each_dia_id_to_its_session_and_position() -> None:

@@ -126,13 +126,13 @@ def test_rule_entities_skip_sentence_initial_stopwords_and_verb_forms() -> None:
 
 
 def test_rules_weigh_entities_over_content_words_and_drop_stopwords() -> None:
-    analysis = analyze_query("When did Caroline go to the LGBTQ support group?", None, REFERENCE)
+    analysis = analyze_query("When did Caroline join the NASA support group?", None, REFERENCE)
     assert analysis.extractor == "rules"
-    assert analysis.entities == (Entity("Caroline", "NAME"), Entity("LGBTQ", "ACRONYM"))
+    assert analysis.entities == (Entity("Caroline", "NAME"), Entity("NASA", "ACRONYM"))
     assert analysis.terms == (
         WeightedTerm("caroline", ENTITY_WEIGHT, "entity"),
-        WeightedTerm("lgbtq", ENTITY_WEIGHT, "entity"),
-        WeightedTerm("go", RULE_WORD_WEIGHT, "word", inflect=True),
+        WeightedTerm("nasa", ENTITY_WEIGHT, "entity"),
+        WeightedTerm("join", RULE_WORD_WEIGHT, "word", inflect=True),
         WeightedTerm("support", RULE_WORD_WEIGHT, "word", inflect=True),
         WeightedTerm("group", RULE_WORD_WEIGHT, "word", inflect=True),
     )
@@ -223,12 +223,12 @@ def test_the_reference_defaults_to_now() -> None:
 
 
 def test_spacy_entities_and_part_of_speech_weights(nlp: Any) -> None:
-    analysis = analyze_query("When did Caroline go to the LGBTQ support group?", nlp, REFERENCE)
+    analysis = analyze_query("When did Caroline join the NASA support group?", nlp, REFERENCE)
     assert analysis.extractor == f"spacy:{SPACY_MODEL}"
     assert Entity("Caroline", "PERSON") in analysis.entities
     terms = terms_of(analysis)
     assert terms["caroline"].weight == ENTITY_WEIGHT
-    assert terms["lgbtq"].weight >= PROPER_WEIGHT
+    assert terms["nasa"].weight >= PROPER_WEIGHT
     assert terms["support"].weight == NOUN_WEIGHT
     assert terms["group"] == WeightedTerm("group", NOUN_WEIGHT, "noun", inflect=True)
 
