@@ -40,7 +40,7 @@ def burst_groups(passages: Sequence[Passage], seconds: int, max_words: int) -> l
     words = len(passages[order[0]].text.split()) if order else 0  # in the current group
     for previous, current in itertools.pairwise(order):
         size = len(passages[current].text.split())
-        if _continues(passages[previous], passages[current], seconds) and (
+        if continues_burst(passages[previous], passages[current], seconds) and (
             words + size <= max_words
         ):
             groups[current] = groups[previous]
@@ -112,7 +112,9 @@ def _whole_turns(passages: Sequence[Passage]) -> list[bool]:
     return [p.start == 0 and p.end >= len(p.turn.text.rstrip()) for p in passages]
 
 
-def _continues(before: Passage, after: Passage, seconds: int) -> bool:
+def continues_burst(before: Passage, after: Passage, seconds: int) -> bool:
+    """Whether `after` continues the burst `before` is in: the next turn of the session, by
+    the same named speaker, at most `seconds` later."""
     first, second = before.turn, after.turn
     if (first.namespace, first.session_id) != (second.namespace, second.session_id):
         return False

@@ -58,7 +58,8 @@ from smartsearch_mcp.pipeline.retrieve import (
     said_by_named,
     score_lexically,
 )
-from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
+from smartsearch_mcp.pipeline.scan import ScanResult, ScopeIndex, scan_scope
+from smartsearch_mcp.pipeline.scope_view import ScopeWordsBuilder, question_view
 from smartsearch_mcp.pipeline.sparse import SparseVectors
 from smartsearch_mcp.pipeline.spelling import KnownWords, corrected_question, with_misspellings
 from smartsearch_mcp.pipeline.token_vectors import (
@@ -371,6 +372,12 @@ class RecallPipeline:
         else:
             source = await self.corpora.scope_corpus(scope)
             if isinstance(source, StreamedScope):
+                # the question as the memory says it, as for a cached scope (scope_view)
+                view = await question_view(await self._index(scope, source), self.store.get_turns)
+                known = self._known_words if cfg.misspellings else None
+                analysis, hops = await off_loop(
+                    self._limiter, _as_the_memory_says, analysis, view, known
+                )
                 scan = await self._scan(analysis, scope, source, nlp, cfg.max_candidates)
                 corpus = scan.corpus
                 run.warnings.append(
@@ -393,7 +400,9 @@ class RecallPipeline:
         said = await off_loop(self._limiter, said_by_named, corpus.passages, analysis)
         if scan is not None:
             run.timings.update({f"scan.{k}": v for k, v in scan.timings_ms.items()})
-            return _Retrieved(corpus, scan.scores, scan.bm25, said, scan, scan.dated, analysis, [])
+            return _Retrieved(
+                corpus, scan.scores, scan.bm25, said, scan, scan.dated, analysis, hops
+            )
         scores = await off_loop(
             self._limiter, score_lexically, analysis, corpus, said, cfg, self.config.passages
         )
@@ -505,14 +514,8 @@ class RecallPipeline:
         total: int,
     ) -> ScanResult:
         """Stage 2 over a streamed scope (see `scan.scan_scope`)."""
-        passages_cfg = self.config.passages
         exp = self.config.expansion
-
-        def pages() -> Any:
-            return self.store.scope_pages(scope, SCAN_PAGE, streamed.through_id)
-
-        def split(turn: Turn) -> list[Passage]:  # not cached: the scope does not fit
-            return split_into_passages(turn, passages_cfg.max_words, passages_cfg.overlap_words)
+        pages, split = self._streamed_reader(scope, streamed)
 
         def mentions(texts: list[str]) -> list[EntityMention]:
             return find_entity_mentions(analysis, texts, nlp, exp.max_entities, self._entity_cache)
@@ -532,6 +535,30 @@ class RecallPipeline:
         )
         streamed.index = result.index
         return result
+
+    def _streamed_reader(self, scope: Scope, streamed: StreamedScope) -> tuple[Any, Any]:
+        """How a streamed scope is read: its pages, and how a turn splits into passages."""
+        passages_cfg = self.config.passages
+
+        def pages() -> Any:
+            return self.store.scope_pages(scope, SCAN_PAGE, streamed.through_id)
+
+        def split(turn: Turn) -> list[Passage]:  # not cached: the scope does not fit
+            return split_into_passages(turn, passages_cfg.max_words, passages_cfg.overlap_words)
+
+        return pages, split
+
+    async def _index(self, scope: Scope, streamed: StreamedScope) -> ScopeIndex:
+        """The streamed scope's index with what it says of itself (built on its first read,
+        kept until the store changes; see `scope_view`)."""
+        if streamed.index is None or streamed.index.words is None:
+            pages, split = self._streamed_reader(scope, streamed)
+            cfg = self.config.passages
+            words = ScopeWordsBuilder(cfg.burst_seconds, cfg.max_words)
+            streamed.index = await ScopeIndex.build(
+                pages, split, limiter=self._limiter, words=words
+            )
+        return streamed.index
 
     # ------------------------------------------------------------------ stage 4
 

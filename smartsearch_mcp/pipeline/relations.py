@@ -156,6 +156,12 @@ def relation_names(
     return out
 
 
+def may_name_a_relation(lowered: str) -> bool:
+    """Whether a lowered text says "my/our <relation word>" in any spelling: the texts
+    `relation_names` and `relations_of` read for any question (a quick filter)."""
+    return _patterns(_ALL_SPELLINGS)[0].search(lowered) is not None
+
+
 def with_relation_names(analysis: QueryAnalysis, names: Sequence[RelationName]) -> QueryAnalysis:
     """`analysis` with each name searched as a name, at the weight of its relation's word (a
     full name also by its first word: "my boss Tom Becker" is "Tom" later)."""

@@ -62,6 +62,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     term_document_counts,
     with_feedback,
 )
+from smartsearch_mcp.pipeline.scope_view import BurstScores, ScopeWords, ScopeWordsBuilder
 from smartsearch_mcp.types import Passage, Turn
 
 Pages = Callable[[], AsyncIterator[list[Turn]]]
@@ -94,6 +95,7 @@ class ScopeIndex:
     starts: np.ndarray  # first passage of each turn; one more entry: the total
     spans: np.ndarray  # (start, end) of each passage in its turn's text
     speakers: frozenset[str | None]
+    words: ScopeWords | None = None  # misspellings, relations, bursts (see scope_view)
 
     @property
     def passages(self) -> int:
@@ -104,11 +106,12 @@ class ScopeIndex:
         cls,
         pages: Pages,
         split: Split,
-        each: Callable[[list[Passage]], None],
+        each: Callable[[list[Passage]], None] | None = None,
         limiter: anyio.CapacityLimiter | None = None,
+        words: ScopeWordsBuilder | None = None,
     ) -> ScopeIndex:
         """Read the scope once, splitting its turns (in worker threads); `each` sees every
-        page's passages."""
+        page's passages; `words` collects what the scope says of itself (`ScopeWords`)."""
         turn_ids: list[int] = []
         starts = [0]
         spans: list[int] = []
@@ -124,7 +127,10 @@ class ScopeIndex:
                 for passage in passages:
                     spans.extend((passage.start, passage.end))
                 page += passages
-            each(page)
+            if each is not None:
+                each(page)
+            if words is not None:
+                words.add(page, lowered_texts(page))
 
         async for turns in pages():
             await off_loop(limiter, index, turns)
@@ -133,6 +139,7 @@ class ScopeIndex:
             starts=np.asarray(starts, dtype=np.int64),
             spans=np.asarray(spans, dtype=np.int32).reshape(-1, 2),
             speakers=frozenset(speakers),
+            words=words.build() if words is not None else None,
         )
 
     def place(self, turns: Sequence[Turn]) -> list[tuple[int, Passage]]:
@@ -307,6 +314,16 @@ async def scan_scope(
     quota = retrieval.date_candidates
     dates = _DateScan(windows_of(analysis.time_range) if quota > 0 else [], total, quota)
 
+    bursts = BurstScores.of(index.words, compile_terms(weighted), total) if index.words else None
+
+    def settled(
+        ready: tuple[list[int], list[Passage], list[str], list[float]],
+    ) -> None:
+        positions, passages, lowered, finished = ready
+        final[positions] = finished
+        _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
+        dates.offer(positions, passages, lowered, finished)
+
     def score(positions: list[int], passages: list[Passage], lowered: list[str]) -> None:
         nonlocal next_sample
         scores = lexical_scores(weighted, lowered)
@@ -319,13 +336,16 @@ async def scan_scope(
             if next_sample == g:
                 sample.append(low)
         finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
-        final[positions] = finished
-        _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
         dates.mark(positions, passages, lowered)
-        dates.offer(positions, passages, lowered, finished)
+        if bursts is None:
+            settled((positions, passages, lowered, finished))
+        else:  # a burst's passages wait for the rest of it (see scope_view.BurstScores)
+            settled(bursts.settle(positions, passages, lowered, scores, finished))
 
     async for positions, passages, lowered in _read(pages, index, limiter):
         await off_loop(limiter, score, positions, passages, lowered)
+    if bursts is not None:
+        settled(bursts.flush())
     dates.choose()
     clock = lap(timings, "score", clock)
 
@@ -351,9 +371,9 @@ async def scan_scope(
             extra = lexical_scores(feedback_terms, lowered)
             scores = with_feedback(main[positions].tolist(), extra)
             finished = _finish(scores, passages, analysis, retrieval.speaker_bonus)
-            final[positions] = finished
-            _offer(best, kept, bm25, bm25_by_turn, positions, passages, lowered, finished)
-            dates.offer(positions, passages, lowered, finished)
+            if bursts is not None:  # what each passage's burst added in the first pass
+                finished = (np.asarray(finished) + bursts.delta[positions]).tolist()
+            settled((positions, passages, lowered, finished))
 
         async for positions, passages, lowered in _read(pages, index, limiter):
             await off_loop(limiter, rescore, positions, passages, lowered)

@@ -101,6 +101,77 @@ async def test_a_streamed_scope_retrieves_exactly_what_the_cached_scope_does(sto
     assert hops > 0  # expansion was exercised
 
 
+# Turns that the question-side signals need: a relation named once, misspellings both
+# ways, and a thought sent as a burst of short messages seconds apart.
+SIGNAL_SESSIONS = {
+    "family": [
+        ("Ana", "I booked a long weekend in Lisbon with my sister Maya for the spring."),
+        ("Ana", "Maya moved to Denver last month, she loves the mountains."),
+        ("Ana", "We tried the new restuarant by the harbour on Friday."),
+        ("Ana", "The vegetable lasagne there was amazing, we should go back."),
+    ],
+    "texts": [
+        ("Rui", "omg"),
+        ("Rui", "just got the job"),
+        ("Rui", "starting monday at the bakery on Elm street"),
+        ("Ana", "congrats!! which shift?"),
+        ("Rui", "early one, 5am"),
+        ("Rui", "ugh"),
+    ],
+}
+SIGNAL_QUESTIONS = [
+    "Where does my sister live?",
+    "Where is Maya staying in the spring?",
+    "Which restaurant by the harbour did we try?",
+    "Whta did we eat at the harbour restaurnt?",
+    "When does Rui start at the bakery?",
+    "Which shift did Rui get at the new job?",
+]
+
+
+@pytest.fixture
+async def signals_store(store):
+    """`store` plus sessions for misspellings, relation names and bursts."""
+    for session, said in SIGNAL_SESSIONS.items():
+        turns = [
+            TurnInput(
+                text, speaker=who, timestamp=f"2023-06-0{1 + len(session) % 5}T10:00:{i * 7:02d}Z"
+            )
+            for i, (who, text) in enumerate(said)
+        ]
+        await store.remember("ns", session, turns)
+    return store
+
+
+@pytest.mark.parametrize("page", [7, 2000], ids=["small-pages", "one-page"])
+async def test_a_streamed_scope_gets_every_signal_the_cached_scope_gets(
+    signals_store, monkeypatch, page
+):
+    """Misspellings, the names a memory gives relations and burst matching: the same
+    candidates, hops and ranking whether the scope is cached or streamed (in pages small
+    enough that a burst spans two)."""
+    import smartsearch_mcp.pipeline.recall as recall_module
+
+    monkeypatch.setattr(recall_module, "SCAN_PAGE", page)
+    signals = {"misspellings": True}
+    passages = {"burst_seconds": 60}
+    cached = RecallPipeline(
+        signals_store, _config(10_000, **signals).with_overrides(passages=passages), GivenModels()
+    )  # type: ignore[arg-type]
+    streamed = RecallPipeline(
+        signals_store, _config(0, **signals).with_overrides(passages=passages), GivenModels()
+    )  # type: ignore[arg-type]
+    assert isinstance(await streamed.corpora.scope_corpus(SCOPE), StreamedScope)
+    hops = 0
+    for question in SIGNAL_QUESTIONS + _questions():
+        expected = await cached.rank(question, SCOPE)
+        got = await streamed.rank(question, SCOPE)
+        assert got.analysis.terms == expected.analysis.terms, question
+        assert _summary(got) == _summary(expected), question
+        hops += len(got.hops)
+    assert hops > 0
+
+
 async def test_a_streamed_scope_keeps_only_what_later_stages_can_use(store):
     config = _config(0, max_candidates=20)
     analysis = analyze_query("Why did Gina open her online clothing store?", None)
