@@ -324,6 +324,25 @@ class TruncationConfig(Section):
 
 
 @dataclass(frozen=True)
+class InjectConfig(Section):
+    """What the prompt hook adds to the agent's context on its own (smartsearch_mcp.inject):
+    past turns of this project, only when the ranking is sure of them."""
+
+    NAME: ClassVar[str] = "inject"
+    enabled: bool = True
+    max_tokens: int = setting(400, at_least=16)  # of the injected text, header included
+    # A passage is injected when its ranking confidence (rank.ranking_confidence) is at least
+    # min_confidence and it holds at least min_overlap of the prompt's content words (their
+    # stems): see docs/bench/inject.md for how both were chosen.
+    min_confidence: float = setting(0.5, at_most=1)
+    min_overlap: float = setting(0.3, at_most=1)
+    time_limit_s: float = setting(1.5, at_least=0.05, at_most=60)  # then nothing is injected
+    # The hook's own recall when no server answers: a preset name or file ("lexical" needs no
+    # model, so it fits the time limit; "" recalls with the hook's own configuration).
+    fallback_config: str = setting("lexical", may_be_empty=True)
+
+
+@dataclass(frozen=True)
 class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)
@@ -334,6 +353,7 @@ class Config:
     models: ModelsConfig = field(default_factory=ModelsConfig)
     rank: RankConfig = field(default_factory=RankConfig)
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
+    inject: InjectConfig = field(default_factory=InjectConfig)
     source: str = "built-in defaults"
 
     @classmethod
