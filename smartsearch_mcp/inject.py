@@ -8,9 +8,10 @@ when the ranking is sure of it and it shares enough words with the prompt:
 
 - its ranking confidence (rank.ranking_confidence, 0..1: how far above the scope's typical
   passage every ranker puts it) is at least `inject.min_confidence`;
-- it holds at least `inject.min_overlap` of the prompt's content words (stems, no stopwords):
-  "write a haiku" or "run the tests" shares nothing with a stored decision however the
-  ranking calibrates;
+- it shares at least `inject.min_shared_words` content words (stems, no stopwords) with the
+  prompt: "write a haiku" or "rename this variable" shares nothing with a stored decision,
+  however the ranking calibrates its best passage; `inject.min_shared_words_lexical` when
+  only word-matching rankers scored the recall (their confidence is word evidence already);
 - it is in the prompt's own namespace (never the global one or another project's) and not in
   the current session: the prompt's just-stored turn and the session's earlier turns are in
   the agent's context already (after a compaction the agent can still call `recall`).
@@ -46,6 +47,7 @@ HEADER = (
     "Past turns from this project's memory (smartsearch), recalled for this prompt; "
     "dated, with turn ids; call `recall` for anything they do not cover:"
 )
+WORD_RANKERS = frozenset({"lexical", "bm25", "speaker"})
 HOOK_EVENT_NAMES = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit"}
 
 
@@ -59,7 +61,7 @@ class InjectedPassage:
     speaker: str
     text: str
     confidence: float
-    overlap: float
+    shared_words: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +75,9 @@ class Injection:
     source: str = ""  # server | local
 
 
-def prompt_overlap(prompt_stems: set[str], text: str) -> float:
-    """The share of the prompt's content-word stems that `text` holds (0 for a prompt
-    without content words)."""
-    if not prompt_stems:
-        return 0.0
-    return len(prompt_stems & content_stems(text)) / len(prompt_stems)
+def shared_words(prompt_stems: set[str], text: str) -> int:
+    """How many of the prompt's content-word stems `text` holds."""
+    return len(prompt_stems & content_stems(text)) if prompt_stems else 0
 
 
 def confident_passages(
@@ -87,12 +86,16 @@ def confident_passages(
     namespace: str,
     current_session: str | None,
     min_confidence: float,
-    min_overlap: float,
+    min_shared_words: int,
+    min_shared_words_lexical: int | None = None,
 ) -> list[InjectedPassage]:
     """The passages of a recall's structured result (`RecallOutput` as JSON) that clear the
-    bar, best first: in `namespace`, not in `current_session`, confident and overlapping the
-    prompt enough (see the module docstring)."""
+    bar, best first: in `namespace`, not in `current_session`, confident and sharing enough
+    words with the prompt (see the module docstring)."""
     stems = content_stems(prompt)
+    rankers = set(recalled.get("rankers") or [])
+    if min_shared_words_lexical is not None and rankers <= WORD_RANKERS:
+        min_shared_words = max(min_shared_words, min_shared_words_lexical)
     kept: list[InjectedPassage] = []
     for item in recalled.get("passages") or []:
         if not isinstance(item, dict) or item.get("namespace") != namespace:
@@ -103,8 +106,8 @@ def confident_passages(
         confidence = float(item.get("confidence") or 0.0)
         if confidence < min_confidence or not text.strip():
             continue
-        overlap = prompt_overlap(stems, text)
-        if overlap < min_overlap:
+        shared = shared_words(stems, text)
+        if shared < min_shared_words:
             continue
         kept.append(
             InjectedPassage(
@@ -114,7 +117,7 @@ def confident_passages(
                 speaker=str(item.get("speaker") or item.get("role") or "?"),
                 text=text,
                 confidence=confidence,
-                overlap=overlap,
+                shared_words=shared,
             )
         )
     return kept
@@ -241,7 +244,8 @@ def build_injection(
         namespace,
         current_session,
         settings.min_confidence,
-        settings.min_overlap,
+        settings.min_shared_words,
+        settings.min_shared_words_lexical,
     )
     if not chosen:
         why = "not confident" if recalled.get("passages") else "nothing recalled"
@@ -301,8 +305,8 @@ __all__ = [
     "fallback_config",
     "hook_output",
     "passage_line",
-    "prompt_overlap",
     "recall_for_prompt",
     "render_injection",
     "run_with_time_limit",
+    "shared_words",
 ]
