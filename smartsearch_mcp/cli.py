@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -832,10 +833,11 @@ def _cmd_hook(args: argparse.Namespace) -> int:
                 event.session_id,
             )
 
+        began = datetime.now(UTC)
         anyio.run(run)
         wants_context = config.inject.enabled and not getattr(args, "no_inject", False)
         if args.event == "user-prompt" and event.prompt and wants_context:
-            _inject_for_prompt(config, db, event, namespace)
+            _inject_for_prompt(config, db, event, namespace, began)
     except SmartSearchError as exc:  # e.g. a database that cannot be opened: one clear line
         log.error("hook %s %s failed: %s", args.client, args.event, exc)
     except sqlite3.Error as exc:  # e.g. corruption met while storing
@@ -855,16 +857,21 @@ def _cmd_hook(args: argparse.Namespace) -> int:
     return 0
 
 
-def _inject_for_prompt(config: Config, db: str, event: Any, namespace: str) -> None:
+def _inject_for_prompt(
+    config: Config, db: str, event: Any, namespace: str, began: datetime
+) -> None:
     """Print the past turns worth adding to the agent's context for the prompt of `event`
-    (nothing when none clears the bar or the recall is over its time limit)."""
+    (nothing when none clears the bar or the recall is over its time limit), from the turns
+    stored before the hook `began`."""
     from smartsearch_mcp.capture import session_key
+    from smartsearch_mcp.dates import format_timestamp
     from smartsearch_mcp.inject import build_injection, hook_output, recall_for_prompt
     from smartsearch_mcp.tokens import get_token_counter
 
     prompt = event.prompt
+    until = format_timestamp(began)
     injection = build_injection(
-        lambda: recall_for_prompt(db, config, prompt, namespace),
+        lambda: recall_for_prompt(db, config, prompt, namespace, until),
         prompt,
         namespace,
         session_key(event),

@@ -186,34 +186,38 @@ def fallback_config(config: Config) -> Config:
 
 
 def recall_for_prompt(
-    db: str | Path, config: Config, prompt: str, namespace: str
+    db: str | Path, config: Config, prompt: str, namespace: str, until: str
 ) -> tuple[dict[str, Any], str] | None:
     """(the structured recall result as JSON, "server" or "local") for `prompt` in
-    `namespace`: the running server's when one answers with these settings, else a recall
-    of this process with `fallback_config`. None when the prompt cannot be a query."""
+    `namespace` over the turns stored before `until` (the moment the hook began: the prompt
+    just stored is not a candidate, so it neither comes back nor, as the best match of
+    itself, lowers the confidence of the turns that answer it). The running server's recall
+    when one answers with these settings, else a recall of this process with
+    `fallback_config`. None when the prompt cannot be a query."""
     from smartsearch_mcp.memory import MAX_QUERY_CHARS
     from smartsearch_mcp.recall_socket import ask_running_server
 
     query = prompt.strip()[:MAX_QUERY_CHARS]
     if not query:
         return None
-    answer = ask_running_server(db, config, query, {"namespace": namespace})
+    options = {"namespace": namespace, "until": until}
+    answer = ask_running_server(db, config, query, options)
     if answer is not None:
         return answer.json, "server"
     import anyio
 
-    return anyio.run(_local_recall, db, fallback_config(config), query, namespace), "local"
+    return anyio.run(_local_recall, db, fallback_config(config), query, options), "local"
 
 
 async def _local_recall(
-    db: str | Path, config: Config, query: str, namespace: str
+    db: str | Path, config: Config, query: str, options: dict[str, str]
 ) -> dict[str, Any]:
     from smartsearch_mcp.memory import Memory
     from smartsearch_mcp.output import recall_output
 
-    memory = await Memory.open(config, db, namespace, read_only=True)
+    memory = await Memory.open(config, db, options["namespace"], read_only=True)
     try:
-        result = await memory.recall(query, namespace=namespace)
+        result = await memory.recall(query, namespace=options["namespace"], until=options["until"])
     finally:
         await memory.close()
     return recall_output(result).model_dump(mode="json")

@@ -3,8 +3,8 @@
 Each memory of `data/small_memories.json` is stored in a fresh database (namespace "bench",
 with the next memory in namespace "neighbour" beside it: nothing of it may be injected), and
 each prompt of `data/inject_prompts.json` is asked as the hook asks it: the prompt (and, for
-a follow-up, the turns of its session) is stored in a current session first, then recalled
-in two ways —
+a follow-up, the turns of its session before it) is stored in a current session first, then
+recalled over the turns stored before it, in two ways —
 
 - "server": `Memory.recall` with the bench's configuration, what a running server answers
   through the recall socket;
@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -162,16 +162,22 @@ async def recall_cases(
                 reference = datetime.fromisoformat(spec["reference"])
                 for index, case in enumerate(mine):
                     session = f"current-{index}"
+                    # The session's turns a minute apart, the prompt last, at `reference`;
+                    # the recall sees the turns stored before the hook began (until).
                     turns = [
-                        TurnInput(text, speaker or role, role, reference.isoformat())
-                        for role, speaker, text in case.session
+                        TurnInput(text, speaker or role, role, _minutes_before(reference, n))
+                        for n, (role, speaker, text) in zip(
+                            range(len(case.session), 0, -1), case.session, strict=True
+                        )
                     ]
                     turns.append(TurnInput(case.prompt, "user", "user", reference.isoformat()))
                     await warm.remember(turns, session_id=session)
                     cold.pipeline.invalidate()
                     gold = [ids[g] for g in case.gold]
                     for mode, memory in (("server", warm), ("local", cold)):
-                        result = await memory.recall(case.prompt, reference=reference)
+                        result = await memory.recall(
+                            case.prompt, reference=reference, until=reference.isoformat()
+                        )
                         out = recall_output(result).model_dump(mode="json")
                         recalled.append(
                             Recalled(case, mode, out["passages"], gold, session, out["rankers"])
@@ -182,6 +188,10 @@ async def recall_cases(
                 await warm.close()
                 await cold.close()
     return recalled
+
+
+def _minutes_before(moment: datetime, minutes: int) -> str:
+    return (moment - timedelta(minutes=minutes)).isoformat()
 
 
 async def _store_memory(memory: Any, spec: dict[str, Any], namespace: str) -> dict[str, int]:
