@@ -47,6 +47,9 @@ HEADER = (
     "Past turns from this project's memory (smartsearch), recalled for this prompt; "
     "dated, with turn ids; call `recall` for anything they do not cover:"
 )
+# memory.MAX_QUERY_CHARS, not imported from there: memory imports the model code, which the
+# hook must not load when a server answers (a longer prompt is recalled by its beginning).
+MAX_QUERY_CHARS = 10_000
 WORD_RANKERS = frozenset({"lexical", "bm25", "speaker"})
 HOOK_EVENT_NAMES = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit"}
 
@@ -194,7 +197,6 @@ def recall_for_prompt(
     itself, lowers the confidence of the turns that answer it). The running server's recall
     when one answers with these settings, else a recall of this process with
     `fallback_config`. None when the prompt cannot be a query."""
-    from smartsearch_mcp.memory import MAX_QUERY_CHARS
     from smartsearch_mcp.recall_socket import ask_running_server
 
     query = prompt.strip()[:MAX_QUERY_CHARS]
