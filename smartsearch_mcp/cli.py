@@ -262,8 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="capture a conversation from a client hook (JSON payload on stdin)",
         description="Run by a client's hook: reads the hook's JSON from stdin and stores the "
-        "turns in the project's namespace. Always exits 0; problems go to hooks.log next to "
-        "the database.",
+        "turns in the project's namespace; on user-prompt, then prints the past turns the "
+        "ranking is sure of for the agent's context ([inject] in the config). Always exits "
+        "0; problems go to hooks.log next to the database.",
     )
     hook.add_argument("client", choices=["claude-code", "codex"])
     hook.add_argument("event", choices=["user-prompt", "stop", "pre-compact"])

@@ -333,16 +333,13 @@ class InjectConfig(Section):
     max_tokens: int = setting(400, at_least=16)  # of the injected text, header included
     # A passage is injected when its ranking confidence (rank.ranking_confidence) is at least
     # min_confidence and it shares at least min_shared_words content words (stems, no
-    # stopwords) with the prompt. Chosen with `bench inject` (docs/bench/inject.md): 0.3 and 1
-    # inject the answer for 80 % of answerable prompts and nothing for unrelated ones, with a
-    # running server; 0.25 lets "run the tests" meet "all tests green", 0.35 loses 16 points.
+    # stopwords) with the prompt. Chosen with `bench inject` (docs/bench/inject.md): the
+    # confidence is relative to the scope (a memory's best match is near 1 whatever the
+    # prompt), so the words decide: 2 inject the answer for 76 % of answerable prompts and
+    # nothing for unrelated ones; 1 gives 92 % but 14 % false ("run the tests" meets "all
+    # tests green").
     min_confidence: float = setting(0.3, at_most=1)
-    min_shared_words: int = 1
-    # When only word-matching rankers scored the recall (the lexical fallback, or models that
-    # did not load), confidence is word evidence too: one shared rare word ("tests") makes a
-    # passage sure. Such a passage must share this many words (cold: 14 % -> 0 % false
-    # injections, answers injected unchanged at 60 %).
-    min_shared_words_lexical: int = 2
+    min_shared_words: int = 2
     time_limit_s: float = setting(1.5, at_least=0.05, at_most=60)  # then nothing is injected
     # The hook's own recall when no server answers: a preset name or file ("lexical" needs no
     # model, so it fits the time limit; "" recalls with the hook's own configuration).

@@ -10,8 +10,8 @@ when the ranking is sure of it and it shares enough words with the prompt:
   passage every ranker puts it) is at least `inject.min_confidence`;
 - it shares at least `inject.min_shared_words` content words (stems, no stopwords) with the
   prompt: "write a haiku" or "rename this variable" shares nothing with a stored decision,
-  however the ranking calibrates its best passage; `inject.min_shared_words_lexical` when
-  only word-matching rankers scored the recall (their confidence is word evidence already);
+  however the ranking calibrates its best passage (confidence is relative: a memory's best
+  match for any prompt is near 1, so one shared word — "tests" — is no evidence either);
 - it is in the prompt's own namespace (never the global one or another project's) and not in
   the current session: the prompt's just-stored turn and the session's earlier turns are in
   the agent's context already (after a compaction the agent can still call `recall`).
@@ -50,7 +50,6 @@ HEADER = (
 # memory.MAX_QUERY_CHARS, not imported from there: memory imports the model code, which the
 # hook must not load when a server answers (a longer prompt is recalled by its beginning).
 MAX_QUERY_CHARS = 10_000
-WORD_RANKERS = frozenset({"lexical", "bm25", "speaker"})
 HOOK_EVENT_NAMES = {"claude-code": "UserPromptSubmit", "codex": "UserPromptSubmit"}
 
 
@@ -90,15 +89,11 @@ def confident_passages(
     current_session: str | None,
     min_confidence: float,
     min_shared_words: int,
-    min_shared_words_lexical: int | None = None,
 ) -> list[InjectedPassage]:
     """The passages of a recall's structured result (`RecallOutput` as JSON) that clear the
     bar, best first: in `namespace`, not in `current_session`, confident and sharing enough
     words with the prompt (see the module docstring)."""
     stems = content_stems(prompt)
-    rankers = set(recalled.get("rankers") or [])
-    if min_shared_words_lexical is not None and rankers <= WORD_RANKERS:
-        min_shared_words = max(min_shared_words, min_shared_words_lexical)
     kept: list[InjectedPassage] = []
     for item in recalled.get("passages") or []:
         if not isinstance(item, dict) or item.get("namespace") != namespace:
@@ -251,7 +246,6 @@ def build_injection(
         current_session,
         settings.min_confidence,
         settings.min_shared_words,
-        settings.min_shared_words_lexical,
     )
     if not chosen:
         why = "not confident" if recalled.get("passages") else "nothing recalled"

@@ -57,8 +57,8 @@ def _recalled(*passages: dict[str, Any], rankers: tuple[str, ...] = ("bi_encoder
     return {"passages": list(passages), "rankers": list(rankers)}
 
 
-def _chosen(recalled: dict[str, Any], prompt: str = PROMPT, lexical: int | None = 2) -> list[int]:
-    found = confident_passages(recalled, prompt, "proj", "claude-code:now", 0.3, 1, lexical)
+def _chosen(recalled: dict[str, Any], prompt: str = PROMPT, shared: int = 2) -> list[int]:
+    found = confident_passages(recalled, prompt, "proj", "claude-code:now", 0.3, shared)
     return [p.id for p in found]
 
 
@@ -84,13 +84,11 @@ def test_turns_of_another_namespace_or_of_the_current_session_are_never_chosen()
     assert _chosen(recalled) == [4]
 
 
-def test_a_recall_by_word_rankers_alone_needs_more_shared_words():
-    one_word = _passage(1, "All tests green after the upgrade.", 0.9)
-    assert _chosen(_recalled(one_word), "run the tests") == [1]
-    by_words = _recalled(one_word, rankers=("lexical", "bm25"))
-    assert _chosen(by_words, "run the tests") == []
-    assert _chosen(by_words, "run the tests", lexical=None) == [1]
-    assert _chosen(_recalled(_passage(2, PORTO, 0.9), rankers=("lexical",))) == [2]
+def test_one_shared_word_is_not_enough_however_sure_the_ranking():
+    one_word = _recalled(_passage(1, "All tests green after the upgrade.", 1.0))
+    assert _chosen(one_word, "run the tests") == []
+    assert _chosen(one_word, "run the tests", shared=1) == [1]
+    assert _chosen(_recalled(_passage(2, "The tests run nightly.", 0.9)), "run the tests") == [2]
 
 
 def test_a_prompt_of_stopwords_only_chooses_nothing():
@@ -315,3 +313,11 @@ def test_a_locked_corrupt_or_huge_case_exits_0_with_nothing_printed(
     bad = _hook(dict(hook_env, SMARTSEARCH_DB=str(corrupt)), PROMPT)
     assert (bad.returncode, bad.stdout) == (0, ""), bad.stderr
     assert "failed" in (db.parent / "hooks.log").read_text()
+
+
+def test_the_server_tells_the_agent_injected_turns_are_not_all_and_to_recall_for_more():
+    from smartsearch_mcp.server import INSTRUCTIONS
+
+    said = " ".join(INSTRUCTIONS.split())
+    assert "(smartsearch)" in HEADER and "(smartsearch)" in said
+    assert "call `recall` for anything they do not cover" in said

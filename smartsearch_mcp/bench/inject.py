@@ -211,7 +211,6 @@ def judge(
     min_shared_words: int,
     max_tokens: int,
     counter: TokenCounter,
-    min_shared_words_lexical: int | None = None,
 ) -> list[Judged]:
     """What the hook would inject for each recall at this bar."""
     judged: list[Judged] = []
@@ -223,7 +222,6 @@ def judge(
             item.current_session,
             min_confidence,
             min_shared_words,
-            min_shared_words_lexical,
         )
         text, kept = render_injection(chosen, counter, max_tokens)
         injected = [p.id for p in kept]
@@ -447,7 +445,6 @@ def run_inject(
         settings.min_shared_words,
         settings.max_tokens,
         counter,
-        settings.min_shared_words_lexical,
     )
     latency = []
     if runs:
@@ -471,8 +468,7 @@ def format_inject(results: dict[str, Any], config_name: str, command: str) -> st
         f"# Injected context at each prompt, `{config_name}` preset",
         "",
         f"`{command}`. Bar: confidence ≥ {s['min_confidence']}, words shared with the prompt "
-        f"≥ {s['min_shared_words']} (≥ {s['min_shared_words_lexical']} for a recall by words "
-        "alone); "
+        f"≥ {s['min_shared_words']}; "
         f"budget {s['max_tokens']} tokens; time limit {s['time_limit_s']} s. "
         "server: the recall a running server gives (this configuration); local: the hook's "
         f"own recall (`{s['fallback_config'] or 'this configuration'}`). "
@@ -512,8 +508,7 @@ def format_inject(results: dict[str, Any], config_name: str, command: str) -> st
         "## The bar swept (prompts set)",
         "",
         "answer injected / false injections / mean tokens, per recall, at each "
-        "min_confidence (rows) x min_shared_words (columns), min_shared_words_lexical not "
-        "applied (the local recall's column 2 is what it adds).",
+        "min_confidence (rows) x min_shared_words (columns).",
         "",
     ]
     for mode in MODES:
