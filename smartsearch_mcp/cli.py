@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -63,7 +64,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     if args.handler is _cmd_hook:
-        return _cmd_hook(args)
+        code = _cmd_hook(args)
+        from smartsearch_mcp.inject import abandoned
+
+        if abandoned():  # a recall past its time limit: leave now, do not wait for it
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     try:
         config = load_config(args)
         result = args.handler(args, config)
@@ -254,11 +262,18 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
         help="capture a conversation from a client hook (JSON payload on stdin)",
         description="Run by a client's hook: reads the hook's JSON from stdin and stores the "
-        "turns in the project's namespace. Always exits 0; problems go to hooks.log next to "
-        "the database.",
+        "turns in the project's namespace; on user-prompt, then prints the past turns the "
+        "ranking is sure of for the agent's context ([inject] in the config). Always exits "
+        "0; problems go to hooks.log next to the database.",
     )
     hook.add_argument("client", choices=["claude-code", "codex"])
     hook.add_argument("event", choices=["user-prompt", "stop", "pre-compact"])
+    hook.add_argument(
+        "--no-inject",
+        action="store_true",
+        help="user-prompt: only store the prompt, add no past turns to the agent's context "
+        "(see [inject] in the config)",
+    )
     hook.set_defaults(handler=_cmd_hook)
 
     imp = sub.add_parser("import", parents=[common], help="import conversations from a file")
@@ -767,8 +782,9 @@ def _cmd_timeline(args: argparse.Namespace, config: Config) -> int:
 
 def _cmd_hook(args: argparse.Namespace) -> int:
     """Capture a hook event. Never fails the client's hook: exit code 0 whatever happens,
-    problems logged to hooks.log in the data directory. Writes nothing to stdout (Claude
-    Code adds a UserPromptSubmit hook's stdout to the model's context)."""
+    problems logged to hooks.log in the data directory. Writes to stdout only what a
+    user-prompt hook injects (smartsearch_mcp.inject), after the prompt is stored: the
+    client adds it to the model's context."""
     from smartsearch_mcp.capture import (
         MAX_PAYLOAD_BYTES,
         capture_event,
@@ -818,7 +834,11 @@ def _cmd_hook(args: argparse.Namespace) -> int:
                 event.session_id,
             )
 
+        began = datetime.now(UTC)
         anyio.run(run)
+        wants_context = config.inject.enabled and not getattr(args, "no_inject", False)
+        if args.event == "user-prompt" and event.prompt and wants_context:
+            _inject_for_prompt(config, db, event, namespace, began)
     except SmartSearchError as exc:  # e.g. a database that cannot be opened: one clear line
         log.error("hook %s %s failed: %s", args.client, args.event, exc)
     except sqlite3.Error as exc:  # e.g. corruption met while storing
@@ -836,6 +856,40 @@ def _cmd_hook(args: argparse.Namespace) -> int:
         logging.getLogger().removeHandler(handler)
         handler.close()
     return 0
+
+
+def _inject_for_prompt(
+    config: Config, db: str, event: Any, namespace: str, began: datetime
+) -> None:
+    """Print the past turns worth adding to the agent's context for the prompt of `event`
+    (nothing when none clears the bar or the recall is over its time limit), from the turns
+    stored before the hook `began`."""
+    from smartsearch_mcp.capture import session_key
+    from smartsearch_mcp.dates import format_timestamp
+    from smartsearch_mcp.inject import build_injection, hook_output, recall_for_prompt
+    from smartsearch_mcp.tokens import get_token_counter
+
+    prompt = event.prompt
+    until = format_timestamp(began)
+    injection = build_injection(
+        lambda: recall_for_prompt(db, config, prompt, namespace, until),
+        prompt,
+        namespace,
+        session_key(event),
+        config,
+        get_token_counter(config.truncation.tokenizer),
+    )
+    log.info(
+        "hook %s user-prompt: %s (%d passages, %d tokens%s)",
+        event.client,
+        injection.reason,
+        len(injection.passages),
+        injection.tokens,
+        f", {injection.source} recall" if injection.source else "",
+    )
+    if injection.text:
+        sys.stdout.write(hook_output(event.client, injection.text) + "\n")
+        sys.stdout.flush()
 
 
 def _hook_log_handler(path: Path) -> logging.Handler:

@@ -328,6 +328,29 @@ class TruncationConfig(Section):
 
 
 @dataclass(frozen=True)
+class InjectConfig(Section):
+    """What the prompt hook adds to the agent's context on its own (smartsearch_mcp.inject):
+    past turns of this project, only when the ranking is sure of them."""
+
+    NAME: ClassVar[str] = "inject"
+    enabled: bool = True
+    max_tokens: int = setting(400, at_least=16)  # of the injected text, header included
+    # A passage is injected when its ranking confidence (rank.ranking_confidence) is at least
+    # min_confidence and it shares at least min_shared_words content words (stems, no
+    # stopwords) with the prompt. Chosen with `bench inject` (docs/bench/inject.md): the
+    # confidence is relative to the scope (a memory's best match is near 1 whatever the
+    # prompt), so the words decide: 2 inject the answer for 76 % of answerable prompts and
+    # nothing for unrelated ones; 1 gives 92 % but 14 % false ("run the tests" meets "all
+    # tests green").
+    min_confidence: float = setting(0.3, at_most=1)
+    min_shared_words: int = 2
+    time_limit_s: float = setting(1.5, at_least=0.05, at_most=60)  # then nothing is injected
+    # The hook's own recall when no server answers: a preset name or file ("lexical" needs no
+    # model, so it fits the time limit; "" recalls with the hook's own configuration).
+    fallback_config: str = setting("lexical", may_be_empty=True)
+
+
+@dataclass(frozen=True)
 class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)
@@ -338,6 +361,7 @@ class Config:
     models: ModelsConfig = field(default_factory=ModelsConfig)
     rank: RankConfig = field(default_factory=RankConfig)
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
+    inject: InjectConfig = field(default_factory=InjectConfig)
     source: str = "built-in defaults"
 
     @classmethod

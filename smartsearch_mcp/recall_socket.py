@@ -91,9 +91,10 @@ def socket_path(db: str | Path, create_dir: bool = False) -> Path | None:
 
 
 def config_fingerprint(config: Config) -> str:
-    """A hash of the effective settings (not where they were read from)."""
+    """A hash of the settings that decide a recall (not where they were read from)."""
     values = dataclasses.asdict(config)
     values.pop("source", None)
+    values.pop("inject", None)  # what the prompt hook injects changes no recall
     text = json.dumps(values, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

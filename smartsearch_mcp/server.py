@@ -69,6 +69,9 @@ When to use it:
   "what did we do yesterday" or to catch up on recent sessions in time order.
 - forget when the user asks you to delete something; deleting a whole namespace needs
   confirm=true.
+Past turns may already be in your context, under a header naming this memory (smartsearch):
+a capture hook adds the few the ranking is sure of to a prompt. They are not all there is:
+call `recall` for anything they do not cover.
 Recalled passages carry their session and date: cite dates when answering time questions and
 prefer the most recent passage when facts changed. Resources memory://stats and
 memory://sessions show what is stored.

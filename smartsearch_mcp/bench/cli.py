@@ -8,6 +8,7 @@ Examples:
     smartsearch-mcp bench longmemeval longmemeval_s.json
     smartsearch-mcp bench scale --turns 1000000 --data data --modes indexed,grep
     smartsearch-mcp bench loop-lag --config lexical --turns 100000 --data data
+    smartsearch-mcp bench inject --config offline
     smartsearch-mcp bench report bench-results/locomo-offline-*/ > benchmarks.md
 """
 
@@ -150,6 +151,18 @@ def build_parser() -> argparse.ArgumentParser:
         "path", nargs="?", default=None, help="a small-memories JSON file (default: built in)"
     )
     small.set_defaults(handler=_cmd_small)
+    inject = sub.add_parser(
+        "inject",
+        parents=[common],
+        help="what the prompt hook injects: answers injected, false injections, tokens, latency",
+    )
+    inject.add_argument(
+        "prompts", nargs="?", default=None, help="an inject-prompts JSON file (default: built in)"
+    )
+    inject.add_argument(
+        "--runs", type=int, default=20, help="hook processes timed per mode (0: no timing)"
+    )
+    inject.set_defaults(handler=_cmd_inject)
     cold = sub.add_parser(
         "cold-recall",
         parents=[common],
@@ -367,6 +380,35 @@ def _cmd_small(
             "config_name": name,
             "summary": summary,
             "questions": [asdict(o) for o in outcomes],
+        },
+    )
+    (out_dir / "summary.md").write_text(report, encoding="utf-8")
+    print(report)
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _cmd_inject(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench.inject import format_inject, run_inject
+    from smartsearch_mcp.bench.results import default_out_dir, now_iso, write_results
+
+    started = time.perf_counter()
+    results = run_inject(config, config_name, args.prompts, max(0, args.runs))
+    name = Path(config_name).stem if config_name else "default"
+    command = command_line(argv, config_name)
+    report = format_inject(results, name, command)
+    out_dir = Path(args.out) if args.out else default_out_dir("inject", config_name)
+    write_results(
+        out_dir,
+        {
+            "bench": "inject",
+            "command": command,
+            "created": now_iso(),
+            "elapsed_s": round(time.perf_counter() - started, 1),
+            "config_name": name,
+            **results,
         },
     )
     (out_dir / "summary.md").write_text(report, encoding="utf-8")

@@ -1,0 +1,323 @@
+"""The prompt hook's injected context: what clears the bar, how it reads, and a hook that
+always stores the prompt first and exits 0 (real hook processes on a temporary database)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from smartsearch_mcp.config import Config
+from smartsearch_mcp.inject import (
+    FAILED,
+    HEADER,
+    TIMED_OUT,
+    InjectedPassage,
+    build_injection,
+    confident_passages,
+    hook_output,
+    render_injection,
+    run_with_time_limit,
+)
+from smartsearch_mcp.store import SQLiteStore
+from smartsearch_mcp.tokens import get_token_counter
+from smartsearch_mcp.types import ConfigError, Turn, TurnInput
+
+ROOT = Path(__file__).parents[1]
+COUNTER = get_token_counter("o200k_base")
+PORTO = "We decided to book an Airbnb in Porto near Ribeira for February 12 to 19."
+PROMPT = "Which dates do we have the Airbnb in Porto? I'm booking flights."
+
+
+def _passage(turn_id: int, text: str, confidence: float, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": turn_id,
+        "session_id": "past",
+        "namespace": "proj",
+        "speaker": "Dana",
+        "role": "user",
+        "text": text,
+        "timestamp": "2026-11-25T20:30:00",
+        "confidence": confidence,
+        **fields,
+    }
+
+
+def _recalled(*passages: dict[str, Any], rankers: tuple[str, ...] = ("bi_encoder",)) -> dict:
+    return {"passages": list(passages), "rankers": list(rankers)}
+
+
+def _chosen(recalled: dict[str, Any], prompt: str = PROMPT, shared: int = 2) -> list[int]:
+    found = confident_passages(recalled, prompt, "proj", "claude-code:now", 0.3, shared)
+    return [p.id for p in found]
+
+
+def test_a_confident_passage_sharing_words_with_the_prompt_is_chosen():
+    assert _chosen(_recalled(_passage(1, PORTO, 0.6))) == [1]
+
+
+def test_unsure_passages_and_passages_sharing_no_word_with_the_prompt_are_left_out():
+    recalled = _recalled(
+        _passage(1, PORTO, 0.29),
+        _passage(2, "The vet said it's a sprained paw, two weeks of rest.", 0.9),
+    )
+    assert _chosen(recalled) == []
+
+
+def test_turns_of_another_namespace_or_of_the_current_session_are_never_chosen():
+    recalled = _recalled(
+        _passage(1, PORTO, 0.9, namespace="global"),
+        _passage(2, PORTO, 0.9, namespace="other-project"),
+        _passage(3, PROMPT, 1.0, session_id="claude-code:now"),
+        _passage(4, PORTO, 0.8),
+    )
+    assert _chosen(recalled) == [4]
+
+
+def test_one_shared_word_is_not_enough_however_sure_the_ranking():
+    one_word = _recalled(_passage(1, "All tests green after the upgrade.", 1.0))
+    assert _chosen(one_word, "run the tests") == []
+    assert _chosen(one_word, "run the tests", shared=1) == [1]
+    assert _chosen(_recalled(_passage(2, "The tests run nightly.", 0.9)), "run the tests") == [2]
+
+
+def test_a_prompt_of_stopwords_only_chooses_nothing():
+    assert _chosen(_recalled(_passage(1, "what about that?", 1.0)), "what about that?") == []
+
+
+def _injected(turn_id: int, text: str) -> InjectedPassage:
+    return InjectedPassage(turn_id, "past", "2026-11-25T20:30:00", "Dana", text, 0.8, 2)
+
+
+def test_the_injected_text_is_a_header_then_dated_passages_with_their_turn_ids():
+    text, kept = render_injection([_injected(7, PORTO)], COUNTER, 400)
+    assert [p.id for p in kept] == [7]
+    assert text.splitlines() == [HEADER, f"- [2026-11-25 20:30] Dana #7: {PORTO}"]
+
+
+def test_passages_beyond_the_budget_are_left_out_and_a_long_first_one_is_cut():
+    many = [_injected(i, f"{PORTO} Note {i}.") for i in range(1, 30)]
+    text, kept = render_injection(many, COUNTER, 200)
+    assert 0 < len(kept) < len(many) and COUNTER.count(text) <= 200
+    long = _injected(1, "Porto " * 2000)
+    text, kept = render_injection([long], COUNTER, 120)
+    assert [p.id for p in kept] == [1] and COUNTER.count(text) <= 120
+    assert text.endswith("…")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    texts=st.lists(st.text(min_size=1, max_size=400), min_size=1, max_size=6),
+    budget=st.integers(min_value=16, max_value=500),
+)
+def test_the_injected_text_never_exceeds_its_budget(texts: list[str], budget: int):
+    text, kept = render_injection([_injected(i, t) for i, t in enumerate(texts)], COUNTER, budget)
+    assert COUNTER.count(text) <= budget
+    assert (text == "") == (not kept)
+
+
+def test_the_hook_output_is_the_documented_additional_context_json():
+    out = json.loads(hook_output("claude-code", "past turns"))
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": "past turns",
+        }
+    }
+
+
+def test_work_over_its_time_limit_is_abandoned_and_a_failure_is_reported_not_raised():
+    release = threading.Event()
+    assert run_with_time_limit(release.wait, 0.05) is TIMED_OUT
+    release.set()
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    assert run_with_time_limit(broken, 5) is FAILED
+    assert run_with_time_limit(lambda: 42, 5) == 42
+
+
+def test_an_injection_says_why_nothing_was_injected():
+    config = Config()
+
+    def recall() -> tuple[dict[str, Any], str]:
+        return _recalled(_passage(1, "The vet said it's a sprained paw.", 0.9)), "server"
+
+    nothing = build_injection(recall, PROMPT, "proj", None, config, COUNTER)
+    assert (nothing.text, nothing.reason, nothing.source) == ("", "not confident", "server")
+    found = build_injection(
+        lambda: (_recalled(_passage(1, PORTO, 0.9)), "server"),
+        PROMPT,
+        "proj",
+        None,
+        config,
+        COUNTER,
+    )
+    assert found.reason == "injected" and "#1:" in found.text and found.tokens <= 400
+
+
+def test_inject_settings_are_checked_naming_the_key():
+    config = Config().with_overrides(inject={"max_tokens": 200, "enabled": False})
+    assert (config.inject.max_tokens, config.inject.enabled) == (200, False)
+    with pytest.raises(ConfigError, match=r"inject\.min_confidence"):
+        Config().with_overrides(inject={"min_confidence": 1.5})
+    with pytest.raises(ConfigError, match=r"inject\.max_tokens"):
+        Config().with_overrides(inject={"max_tokens": 3})
+
+
+# ---------------------------------------------------------------------- the hook, end to end
+
+
+async def _remember(db: Path, namespace: str, session: str, texts: list[str]) -> list[int]:
+    store = await SQLiteStore.open(db)
+    try:
+        turns = [TurnInput(t, "Dana", "user", "2026-11-25T20:30:00") for t in texts]
+        return (await store.remember(namespace, session, turns)).ids
+    finally:
+        await store.close()
+
+
+async def _stored(db: Path) -> list[Turn]:
+    store = await SQLiteStore.open(db)
+    try:
+        return [turn async for turn in store.iter_turns()]
+    finally:
+        await store.close()
+
+
+@pytest.fixture
+def hook_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    env.update(
+        PYTHONPATH=str(ROOT),
+        SMARTSEARCH_DB=str(tmp_path / "data" / "memory.db"),
+        SMARTSEARCH_RUNTIME_DIR=str(runtime),  # no server answers here
+        HF_HUB_OFFLINE="1",
+    )
+    env.pop("SMARTSEARCH_NAMESPACE", None)
+    env.pop("SMARTSEARCH_CONFIG", None)
+    (tmp_path / "data").mkdir()
+    return env
+
+
+def _hook(
+    env: dict[str, str], prompt: str, *options: str, session: str = "now"
+) -> subprocess.CompletedProcess[str]:
+    payload = json.dumps({"session_id": session, "cwd": str(ROOT), "prompt": prompt})
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "smartsearch_mcp",
+            "hook",
+            "claude-code",
+            "user-prompt",
+            "--namespace",
+            "proj",
+            *options,
+        ],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
+def _config(tmp_path: Path, inject: str) -> str:
+    path = tmp_path / "inject.toml"
+    path.write_text(f"[store]\nbusy_timeout_ms = 200\n\n[inject]\n{inject}\n")
+    return str(path)
+
+
+@pytest.mark.slow
+def test_the_hook_stores_the_prompt_then_injects_the_past_turn_of_this_project_only(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    db = Path(hook_env["SMARTSEARCH_DB"])
+    [porto] = anyio.run(_remember, db, "proj", "past", [PORTO])
+    anyio.run(_remember, db, "other", "past", [PORTO.replace("Porto", "Porto (other)")])
+    done = _hook(hook_env, PROMPT)
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    lines = context.splitlines()
+    assert lines[0] == HEADER
+    assert lines[1:] == [f"- [2026-11-25 20:30] Dana #{porto}: {PORTO}"]
+    stored = anyio.run(_stored, db)
+    assert [t.text for t in stored if t.session_id == "claude-code:now"] == [PROMPT]
+
+
+@pytest.mark.slow
+def test_an_unrelated_prompt_or_no_inject_prints_nothing_and_still_stores(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    db = Path(hook_env["SMARTSEARCH_DB"])
+    anyio.run(_remember, db, "proj", "past", [PORTO])
+    for prompt, options in (
+        ("write a haiku about autumn", ()),
+        (PROMPT, ("--no-inject",)),
+        (PROMPT, ("--config", _config(tmp_path, "enabled = false"))),
+    ):
+        done = _hook(hook_env, prompt, *options, session=f"s-{len(options)}")
+        assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    stored = [t.text for t in anyio.run(_stored, db)]
+    assert stored.count(PROMPT) == 2 and "write a haiku about autumn" in stored
+
+
+@pytest.mark.slow
+def test_a_recall_over_the_time_limit_prints_nothing_after_storing(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    db = Path(hook_env["SMARTSEARCH_DB"])
+    anyio.run(_remember, db, "proj", "past", [PORTO])
+    config = _config(tmp_path, "time_limit_s = 0.05")
+    done = _hook(hook_env, PROMPT, "--config", config)
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    assert PROMPT in [t.text for t in anyio.run(_stored, db)]
+    assert "time limit" in (db.parent / "hooks.log").read_text()
+
+
+@pytest.mark.slow
+def test_a_locked_corrupt_or_huge_case_exits_0_with_nothing_printed(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    db = Path(hook_env["SMARTSEARCH_DB"])
+    anyio.run(_remember, db, "proj", "past", [PORTO])
+    config = _config(tmp_path, "")
+    huge = _hook(hook_env, "Porto Airbnb dates? " + "word " * 200_000, "--config", config)
+    assert huge.returncode == 0, huge.stderr
+    locker = sqlite3.connect(db)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        locked = _hook(hook_env, PROMPT, "--config", config, session="locked")
+        assert (locked.returncode, locked.stdout) == (0, ""), locked.stderr
+    finally:
+        locker.rollback()
+        locker.close()
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"not a database at all " * 100)
+    bad = _hook(dict(hook_env, SMARTSEARCH_DB=str(corrupt)), PROMPT)
+    assert (bad.returncode, bad.stdout) == (0, ""), bad.stderr
+    assert "failed" in (db.parent / "hooks.log").read_text()
+
+
+def test_the_server_tells_the_agent_injected_turns_are_not_all_and_to_recall_for_more():
+    from smartsearch_mcp.server import INSTRUCTIONS
+
+    said = " ".join(INSTRUCTIONS.split())
+    assert "(smartsearch)" in HEADER and "(smartsearch)" in said
+    assert "call `recall` for anything they do not cover" in said
