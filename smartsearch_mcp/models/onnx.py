@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from smartsearch_mcp.telemetry import switch_off_onnxruntime_events
+
 log = logging.getLogger(__name__)
 
 OPSET = 17
@@ -92,6 +94,7 @@ def load_onnx_classifier(
     if precision not in ONNX_PRECISIONS:
         raise ValueError(f"ONNX Runtime runs fp32 or int8, not {precision!r}")
     ort = importer("onnxruntime")
+    switch_off_onnxruntime_events(ort)
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if _takes(tokenizer, n)]
     root = cache_root if cache_root is not None else onnx_cache_root()
     target = root / f"{Path(identity).name or 'model'}-{weights_digest(folder, identity)}"

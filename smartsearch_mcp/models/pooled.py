@@ -36,6 +36,7 @@ import numpy as np
 
 from smartsearch_mcp.models.imports import quiet_loading_bars
 from smartsearch_mcp.models.onnx import trace_to_onnx
+from smartsearch_mcp.telemetry import switch_off_onnxruntime_events
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +175,7 @@ def _onnx_network(
         ort = importer("onnxruntime")
     except ImportError:
         return None
+    switch_off_onnxruntime_events(ort)
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     if threads:
