@@ -38,13 +38,21 @@ RELATIONS = word_set(
 )
 # Words that may stand between "my" and the relation ("my older sister Maya").
 _MODIFIERS = r"(?:(?:older|younger|little|big|baby|twin|eldest|youngest|new|old|best)\s+)*"
-_NAME = r"(?P<name>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)"
+# A name: one or two capitalised words. Linear-time over stored text: a name starts at a word
+# boundary (so a run of capitals is tried once, not from each of its letters) and its words
+# are possessive (`*+`: what follows a word is never a word character, so giving some back
+# could not match); without both, "Maya, my sister" tried over a 20,000-letter run took
+# seconds per passage.
+_WORD = r"[A-Z][\w'’-]*+"
+_NAME = rf"(?P<name>\b{_WORD}(?:\s++{_WORD})?)"
 # A name set off by commas: followed by a comma or the end of a clause, not by a list's
 # "and" ("my gf, Toby, and I").
 _NAME_IN_COMMAS = (
-    r"(?P<listed>[A-Z][\w'’-]*(?:\s+[A-Z][\w'’-]*)?)"
+    rf"(?P<listed>\b{_WORD}(?:\s++{_WORD})?)"
     r"(?=\s*(?:,(?!\s*(?i:and|or)\b)|[.;:!?)]|$))"
 )
+# The most names of one question whose relations are looked up.
+MAX_NAMES_LOOKED_UP = 32
 # The most names one relation may be given; with more it is ambiguous ("my colleague" may be
 # many people in a large memory) and no name is added.
 MAX_NAMES = 2
@@ -188,18 +196,23 @@ def relations_of(
     give it, in the forms `relation_names` reads ("Maya, my sister" -> sister): the other
     way round, "Where does Maya live?" is also about "my sister" when a turn says "my sister
     moved to Denver". In order of `names`, then of how often a relation is given."""
+    names = list(dict.fromkeys(names))[:MAX_NAMES_LOOKED_UP]
     mentioned, patterns = _patterns(_ALL_SPELLINGS)
-    out: list[RelationName] = []
-    for name in names:
-        relations = _Tally()
-        for index, low in enumerate(lowered):
-            if name not in low or mentioned.search(low) is None:
-                continue
-            for relation, found in _matches(passages[index].text, patterns):
-                if found.lower() == name:
-                    relations.add(relation, index)
-        out.extend(RelationName(relation, name, said) for relation, said in relations.most_common())
-    return out
+    relations = {name: _Tally() for name in names}
+    # Each passage is read once for all the names (a question pasted with a log in it has
+    # hundreds of capitalised words; a passage may be a megabyte).
+    for index, low in enumerate(lowered):
+        if not any(name in low for name in names) or mentioned.search(low) is None:
+            continue
+        for relation, found in _matches(passages[index].text, patterns):
+            tally = relations.get(found.lower())
+            if tally is not None:
+                tally.add(relation, index)
+    return [
+        RelationName(relation, name, said)
+        for name in names
+        for relation, said in relations[name].most_common()
+    ]
 
 
 def with_relation_words(analysis: QueryAnalysis, found: Sequence[RelationName]) -> QueryAnalysis:

@@ -31,6 +31,13 @@ from smartsearch_mcp.tokens import ESTIMATE, TokenCounter
 
 # The shortest word compared (the longer of the two words may not be shorter than this).
 MIN_CHARS = 5
+# The longest word looked up: `one_edit` builds about 54 strings per letter, each as long as
+# the word, so a pasted blob of 10,000 letters would cost gigabytes; no word people misspell
+# is this long.
+MAX_CHARS = 32
+# At most this many distinct words of one question are looked up (a question pasted with a
+# log in it has thousands); the rest are searched as they are spelled.
+MAX_LOOKUPS = 64
 # At most this many spellings are searched for one word of the question.
 MAX_SPELLINGS = 3
 # The kinds of question terms that are words someone could misspell.
@@ -95,7 +102,9 @@ class KnownWords:
 
 def _one_edit_in(word: str, words: frozenset[str]) -> list[str]:
     """The memory's `words` one edit away from `word`, the longer of each pair at least
-    `MIN_CHARS` letters."""
+    `MIN_CHARS` letters (none for a word longer than `MAX_CHARS`)."""
+    if len(word) > MAX_CHARS:
+        return []
     return [w for w in one_edit(word) & words if max(len(w), len(word)) >= MIN_CHARS]
 
 
@@ -127,9 +136,13 @@ def with_misspellings(
         return analysis
     present = {t.term for t in analysis.terms}
     extra: list[WeightedTerm] = []
+    looked_up = 0
     for term in analysis.terms:
         if term.kind not in _SPELLED_KINDS or " " in term.term or term.term in speakers:
             continue
+        looked_up += 1
+        if looked_up > MAX_LOOKUPS:
+            break
         for word in misspellings(term.term, words, known):
             variant = variant_term(word, term.term, term.weight)
             if variant is not None and variant.term not in present:
@@ -149,16 +162,21 @@ def corrected_question(query: str, words: frozenset[str], known: KnownWords) -> 
     (`with_misspellings`); the question as asked stays the question everywhere else."""
     if not known.available:
         return query
+    spellings: dict[str, str | None] = {}  # each distinct word looked up once
 
     def fix(match: re.Match[str]) -> str:
         word = match.group()
         low = word.lower()
-        if len(low) < MIN_CHARS - 1 or low in words or known(low):
+        if not MIN_CHARS - 1 <= len(low) <= MAX_CHARS or low in words:
             return word
-        found = _one_edit_in(low, words)
-        if len(found) != 1:
+        if low not in spellings:
+            if len(spellings) >= MAX_LOOKUPS or known(low):
+                return word
+            found = _one_edit_in(low, words)
+            spellings[low] = found[0] if len(found) == 1 else None
+        spelled = spellings[low]
+        if spelled is None:
             return word
-        spelled = found[0]
         if word.isupper():
             return spelled.upper()
         return spelled.capitalize() if word[0].isupper() else spelled
