@@ -1209,10 +1209,11 @@ def _cmd_doctor(args: argparse.Namespace, config: Config) -> int:
         if problems:
             ok = False
             print("database: PROBLEMS\n  " + "\n  ".join(problems))
-            print(
-                "  fix: restore from a backup or an export (smartsearch-mcp export / import), "
-                "or point --db at another file"
-            )
+            if not is_postgres_url(db):  # a server's message already says what to check
+                print(
+                    "  fix: restore from a backup or an export (smartsearch-mcp export / import), "
+                    "or point --db at another file"
+                )
         else:
             print("database: ok (integrity check passed, full-text index consistent)")
 
@@ -1266,6 +1267,12 @@ def _cmd_install(args: argparse.Namespace, config: Config) -> int:
     db = args.db or os.environ.get("SMARTSEARCH_DB") or None
     explicit = _given_namespace(args)
     commands = None
+    if not removing and project and db and _url_password(db):
+        raise InputError(
+            "install --project writes the database URL into files a project commits, and this "
+            "URL holds a password: leave it out of the URL (PGPASSWORD or ~/.pgpass) or "
+            "install without --project"
+        )
     if not removing:
         preset = config_option(args)
         commands = install.Commands(
@@ -1348,6 +1355,12 @@ def _options(db: str | None, config: str | None, namespace: str | None) -> list[
     return options
 
 
+def _url_password(db: str) -> bool:
+    from smartsearch_mcp.store.postgres_url import is_postgres_url, passwords
+
+    return is_postgres_url(db) and bool(passwords(db))
+
+
 def _given_namespace(args: argparse.Namespace) -> str | None:
     """A namespace the user named (--namespace or $SMARTSEARCH_NAMESPACE): an installed
     server and hooks keep it; without one they apply the namespace rule where they run."""
@@ -1360,8 +1373,13 @@ def _given_namespace(args: argparse.Namespace) -> str | None:
 def client_config_text(
     db: str, config_name: str | None, namespace: str | None, config: Config
 ) -> str:
-    """The snippets `install` would write, for adding the server by hand."""
+    """The snippets `install` would write, for adding the server by hand, with a database
+    URL's password masked (the text is printed, and may be pasted into an issue)."""
     from smartsearch_mcp.install import server_namespace
+    from smartsearch_mcp.store.postgres_url import MASK, is_postgres_url, mask_url, passwords
+
+    secret = is_postgres_url(db) and bool(passwords(db))
+    db = mask_url(db) if secret else db
 
     def entry(client: str) -> str:
         command = server_command(db, config_name, server_namespace(client, namespace, config))
@@ -1378,6 +1396,12 @@ def client_config_text(
         f"Claude Code:\n  {claude_code}\n\n"
         "Without --namespace a server uses the namespace of the directory its client starts "
         f"it in: the git project there, else {config.scope.default_namespace!r}."
+        + (
+            f"\nThe database password is shown as {MASK}: write yours in its place, or leave it "
+            "out of the URL and give it in PGPASSWORD or ~/.pgpass."
+            if secret
+            else ""
+        )
     )
 
 

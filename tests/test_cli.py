@@ -141,6 +141,19 @@ def test_doctor_checks_the_database_and_prints_client_config_with_absolute_paths
     assert "claude mcp add smartsearch" in out
 
 
+@pytest.mark.parametrize(
+    "url", ["postgresql://u:Hun#ter2@127.0.0.1:1/db", "postgresql://u:Hunter2@[::1/db"]
+)
+def test_a_database_password_is_never_printed(env, capsys, url):
+    pytest.importorskip("psycopg")
+    assert main(["stats", "--db", url]) != 0
+    assert main(["doctor", "--skip-models", "--db", url]) != 0
+    printed = capsys.readouterr()
+    assert "ter2" not in printed.out + printed.err
+    assert "u:***@" in printed.out and "postgresql://u:***@" in printed.err
+    assert "PGPASSWORD" in printed.out  # the snippets say how to put the password back
+
+
 def test_an_unknown_config_key_fails_at_start_naming_the_key(env, capsys):
     bad = env / "bad.toml"
     bad.write_text("[truncation]\nmax_tokenz = 10\n")

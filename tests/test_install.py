@@ -112,6 +112,19 @@ def test_dry_run_changes_nothing(home: Path, capsys):
     assert _read(home / ".claude.json") == CLAUDE_JSON
 
 
+def test_a_project_install_refuses_a_database_url_with_a_password(
+    home: Path, tmp_path: Path, monkeypatch, capsys
+):
+    project = tmp_path / "repo"
+    (project / ".git").mkdir(parents=True)
+    monkeypatch.chdir(project)
+    url = "postgresql://ann:hunter2@db.example/mem"
+    assert main(["install", "cursor", "--project", "--db", url]) != 0
+    assert "PGPASSWORD" in capsys.readouterr().err
+    assert not (project / ".cursor").exists()
+    assert main(["install", "cursor", "--project", "--db", "postgresql://ann@db.example/mem"]) == 0
+
+
 def test_project_install_writes_the_project_files(home: Path, tmp_path: Path, monkeypatch):
     project = tmp_path / "repo"
     (project / ".git").mkdir(parents=True)

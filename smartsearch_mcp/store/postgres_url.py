@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 SCHEMES = ("postgresql://", "postgres://")
 MASK = "***"
 _PASSWORD_IN_TEXT = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+_PASSWORD_PARAMETER = re.compile(r"((?:^|[&;])password=)([^&;#]*)", re.IGNORECASE)
 
 
 def is_postgres_url(target: object) -> bool:
@@ -21,35 +22,45 @@ def is_postgres_url(target: object) -> bool:
     return isinstance(target, str) and target.strip().lower().startswith(SCHEMES)
 
 
+def _userinfo(url: str) -> tuple[str, str, str, str] | None:
+    """`url` read by hand as scheme://user[:password]@rest, or None without a user part.
+
+    Read without urlsplit so that a URL it refuses (`[::1` without its `]`) or misreads (a
+    `#` in the password starts a fragment there) still has its password found and masked.
+    The user part ends at the last `@`, as a password may hold one unquoted."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, host = rest.rpartition("@")
+    if not sep or not at:
+        return None
+    user, _, password = userinfo.partition(":")
+    return scheme, user, password, host
+
+
+def _query_passwords(url: str) -> list[str]:
+    return [m.group(2) for m in _PASSWORD_PARAMETER.finditer(url.partition("?")[2])]
+
+
 def passwords(url: str) -> list[str]:
-    """The passwords a URL holds (in its user part, or as a `password=` parameter)."""
+    """The passwords a URL holds (in its user part, or as a `password=` parameter), as
+    written and unquoted."""
     found: list[str] = []
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return found
-    if parts.password:
-        found += [parts.password, unquote(parts.password)]
-    found += [value for key, value in parse_qsl(parts.query) if key.lower() == "password"]
+    parts = _userinfo(url)
+    if parts and parts[2]:
+        found.append(parts[2])
+    found += _query_passwords(url)
+    found += [unquote(secret) for secret in found]
     return [p for p in dict.fromkeys(found) if p]
 
 
 def mask_url(url: str) -> str:
-    """`url` with any password replaced by ***, fit to show in messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://(a URL that cannot be parsed)"
-    netloc = parts.netloc
-    if parts.password is not None:
-        userinfo, _, host = netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        netloc = f"{user}:{MASK}@{host}"
-    query = "&".join(
-        f"{key}={MASK if key.lower() == 'password' else value}"
-        for key, value in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    """`url` with any password replaced by ***, fit to show in messages and logs (also a
+    URL that does not parse)."""
+    parts = _userinfo(url)
+    if parts is not None:
+        scheme, user, password, host = parts
+        url = f"{scheme}://{user}:{MASK}@{host}" if password else url
+    base, question, query = url.partition("?")
+    return base + question + _PASSWORD_PARAMETER.sub(lambda m: m.group(1) + MASK, query)
 
 
 def scrub(text: str, url: str) -> str:

@@ -39,6 +39,25 @@ def test_urls_are_recognised_and_their_passwords_masked():
     )
 
 
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        # a "#" in the password starts a fragment for urlsplit, which then sees no password
+        ("postgresql://u:PASS#WORD@127.0.0.1:1/db", "postgresql://u:***@127.0.0.1:1/db"),
+        # an IPv6 host without its "]": urlsplit refuses the URL
+        ("postgresql://u:PASSWORD@[::1/db", "postgresql://u:***@[::1/db"),
+        ("postgresql://u:PASS@WORD@h/db", "postgresql://u:***@h/db"),
+        (
+            "postgres://u@h/db?sslmode=disable;password=PASSWORD",
+            "postgres://u@h/db?sslmode=disable;password=***",
+        ),
+    ],
+)
+def test_a_url_urlsplit_misreads_or_refuses_still_has_its_password_masked(url, shown):
+    assert mask_url(url) == shown
+    assert "WORD" not in scrub(f"the driver said: bad URI {url!r}", url)
+
+
 async def test_a_url_without_the_driver_is_one_error_naming_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "smartsearch_mcp.store.postgres", None)  # not importable
     with pytest.raises(DatabaseError, match=r"pip install -e '\.\[postgres\]'") as caught:
