@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import logging
@@ -46,7 +47,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RUNTIME_ENV = "SMARTSEARCH_RUNTIME_DIR"
-MAX_LINE = 1_000_000  # bytes of one request or answer line we read
+MAX_LINE = 1_000_000  # bytes of one answer line we read
+MAX_REQUEST = 64_000  # bytes of one request line (a query is at most a few thousand words)
+MAX_CONNECTIONS = 16  # answered at once; more are closed at once, so idle ones cannot pile up
+ACCEPT_RETRY_S = 0.5  # after the process runs out of descriptors (EMFILE), wait, then accept
 REQUEST_TIMEOUT_S = 10.0  # a client has this long to send its request
 CONNECT_TIMEOUT_S = 1.0
 ANSWER_TIMEOUT_S = 300.0  # a recall over a very large memory can take minutes
@@ -126,13 +130,11 @@ async def serve_recalls(memory: Memory, db: str | Path, config: Config) -> None:
         except OSError as exc:  # e.g. the directory is gone
             log.info("not answering CLI recalls on %s: %s", path, exc)
             return
-        fingerprint = config_fingerprint(config)
         log.info("answering CLI recalls on %s", path)
         try:
-            async with listener:
-                await listener.serve(lambda stream: _answer(stream, memory, fingerprint))
-        except OSError as exc:
-            log.warning("stopped answering CLI recalls on %s: %s", path, exc)
+            await _accept(listener, memory, config_fingerprint(config))
+        except Exception as exc:  # whatever it is, the server goes on without the socket
+            log.warning("stopped answering CLI recalls on %s: %r", path, exc)
         finally:
             with contextlib.suppress(OSError):
                 path.unlink()
@@ -159,7 +161,44 @@ def _claim(path: Path) -> int | None:
     return fd
 
 
+async def _accept(listener: Any, memory: Memory, fingerprint: str) -> None:
+    """Accept connections until cancelled, at most MAX_CONNECTIONS answered at once. A
+    process out of descriptors (EMFILE, ENFILE) or buffers waits and accepts again rather
+    than giving up (anyio's own `serve` lets the error end its task group)."""
+    active = 0
+
+    async def answer(stream: SocketStream) -> None:
+        nonlocal active
+        try:
+            await _answer(stream, memory, fingerprint)
+        finally:
+            active -= 1
+
+    async with listener, anyio.create_task_group() as group:
+        while True:
+            try:
+                stream = await listener.accept()
+            except OSError as exc:
+                if exc.errno not in _OUT_OF_RESOURCES:
+                    raise
+                log.warning("CLI recall socket: %s; accepting again in %s s", exc, ACCEPT_RETRY_S)
+                await anyio.sleep(ACCEPT_RETRY_S)
+                continue
+            if active >= MAX_CONNECTIONS:
+                with contextlib.suppress(OSError, anyio.BrokenResourceError):
+                    await stream.aclose()
+                continue
+            active += 1
+            group.start_soon(answer, stream)
+
+
+_OUT_OF_RESOURCES = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
+
+
 async def _answer(stream: SocketStream, memory: Memory, fingerprint: str) -> None:
+    """Answer one connection. Never raises but cancellation: a request that breaks the
+    JSON reader (nesting), a recall that runs out of memory or any other failure is an
+    error reply, and the server goes on."""
     async with stream:
         try:
             if not peer_is_this_user(stream.extra(anyio.abc.SocketAttribute.raw_socket)):
@@ -167,10 +206,15 @@ async def _answer(stream: SocketStream, memory: Memory, fingerprint: str) -> Non
             with anyio.fail_after(REQUEST_TIMEOUT_S):
                 line = await _read_line(stream)
             reply = await _recall_reply(json.loads(line), memory, fingerprint)
-        except (ValueError, TypeError, TimeoutError) as exc:
-            reply = {"ok": False, "error": f"bad request: {exc}"}
-        except anyio.EndOfStream:
+        except (ValueError, TypeError, TimeoutError, RecursionError) as exc:
+            reply = {"ok": False, "error": f"bad request: {type(exc).__name__}: {exc}"[:500]}
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             return
+        except MemoryError:
+            reply = {"ok": False, "error": "the server ran out of memory for this recall"}
+        except Exception as exc:
+            log.exception("CLI recall failed")
+            reply = {"ok": False, "error": f"the server failed this recall: {exc!r}"[:500]}
         with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await stream.send(json.dumps(reply).encode() + b"\n")
 
@@ -179,8 +223,8 @@ async def _read_line(stream: SocketStream) -> bytes:
     data = b""
     while b"\n" not in data:
         data += await stream.receive()
-        if len(data) > MAX_LINE:
-            raise ValueError(f"request over {MAX_LINE:,} bytes")
+        if len(data) > MAX_REQUEST:
+            raise ValueError(f"request over {MAX_REQUEST:,} bytes")
     return data.split(b"\n", 1)[0]
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -370,3 +371,81 @@ async def test_a_stale_socket_file_is_replaced(tmp_path, runtime):
             group.cancel_scope.cancel()
     finally:
         await memory.close()
+
+
+@pytest.mark.anyio
+async def test_hostile_clients_cannot_end_the_server(tmp_path, runtime, monkeypatch):
+    """Deep nesting, a recall out of memory, the process out of descriptors and more idle
+    connections than are answered: each gets an error or a closed connection, and the
+    next good request is answered (before, each of these ended the MCP server)."""
+    import errno
+
+    from smartsearch_mcp import recall_socket
+
+    config = Config.load(write_lexical_config(tmp_path))
+    db = tmp_path / "memory.db"
+    memory = await Memory.open(config, db, "default")
+    good = json.dumps({"op": "recall", "config": config_fingerprint(config), "query": QUERY})
+    recall = memory.recall
+
+    async def out_of_memory(query: str, **options: object) -> object:
+        if query == "exhaust":
+            raise MemoryError
+        return await recall(query, **options)
+
+    monkeypatch.setattr(memory, "recall", out_of_memory)
+    failures = [OSError(errno.EMFILE, "Too many open files")]
+
+    async def accept_once_out_of_descriptors(self: Any) -> Any:
+        if failures:
+            raise failures.pop()
+        return await accept(self)
+
+    monkeypatch.setattr(recall_socket, "ACCEPT_RETRY_S", 0.01)
+    try:
+        await memory.remember([TurnInput(text="We fly to Lisbon on 3 June.", speaker="Ann")])
+        async with anyio.create_task_group() as group:
+            path = socket_path(db, create_dir=True)
+            assert path is not None
+            async with await anyio.create_unix_listener(tmp_path / "probe.sock") as probe:
+                listener_type = type(probe)
+            accept = listener_type.accept
+            monkeypatch.setattr(listener_type, "accept", accept_once_out_of_descriptors)
+            group.start_soon(serve_recalls, memory, db, config)
+            with anyio.fail_after(30):
+                while not path.exists():
+                    await anyio.sleep(0.05)
+
+            def ask(payload: bytes) -> dict[str, object]:
+                return _exchange(path, payload)
+
+            nested = await anyio.to_thread.run_sync(ask, b"[" * 50_000 + b"\n")
+            too_long = await anyio.to_thread.run_sync(ask, b"[" * 200_000 + b"\n")
+            exhausted = await anyio.to_thread.run_sync(
+                ask, good.replace(QUERY, "exhaust").encode() + b"\n"
+            )
+            idle = []
+            for _ in range(recall_socket.MAX_CONNECTIONS + 20):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.connect(str(path))
+                idle.append(sock)
+            with anyio.fail_after(30):  # the ones over the bound are closed at once
+                closed = await anyio.to_thread.run_sync(lambda: idle[-1].recv(1))
+            for sock in idle:
+                sock.close()
+            with anyio.fail_after(30):
+                while True:  # the idle ones' slots come back as they close
+                    try:
+                        answered = await anyio.to_thread.run_sync(ask, good.encode() + b"\n")
+                        break
+                    except ValueError:
+                        await anyio.sleep(0.1)
+            group.cancel_scope.cancel()
+    finally:
+        await memory.close()
+    assert not failures  # accept did fail once, and serving went on
+    assert nested["ok"] is False and "RecursionError" in str(nested["error"])
+    assert too_long["ok"] is False and "over" in str(too_long["error"])
+    assert exhausted == {"ok": False, "error": "the server ran out of memory for this recall"}
+    assert closed == b""
+    assert answered["ok"] is True and "Lisbon" in str(answered["text"])
