@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -183,6 +183,8 @@ async def capture_event(
     """Store what `event` adds to its session; None when nothing is new."""
     moment = now or datetime.now(UTC)
     transcript, payload = event_turns(event, moment)
+    if store.redacts(namespace):  # compared with stored turns, whose secrets are redacted
+        transcript, payload = _redacted(transcript), _redacted(payload)
     session_id = session_key(event)
     try:
         existing = await store.session_turns(namespace, session_id)
@@ -195,6 +197,12 @@ async def capture_event(
     for batch in store.call_batches(new):
         result = await store.remember(namespace, session_id, batch)
     return result
+
+
+def _redacted(turns: Sequence[TurnInput]) -> list[TurnInput]:
+    from smartsearch_mcp.redact import redact
+
+    return [replace(t, text=redact(t.text).text) if isinstance(t.text, str) else t for t in turns]
 
 
 def _find_same(

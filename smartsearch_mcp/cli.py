@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -238,6 +239,18 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("--yes", action="store_true", help="confirm --all")
     forget.add_argument("--json", action="store_true", help="print the structured result")
     forget.set_defaults(handler=_cmd_forget)
+
+    redact = sub.add_parser(
+        "redact",
+        parents=[common],
+        help="find secrets stored by earlier releases (or with redaction off); --apply "
+        "replaces them by [REDACTED:kind] placeholders",
+    )
+    redact.add_argument(
+        "--apply", action="store_true", help="rewrite those turns (asks first; then VACUUM)"
+    )
+    redact.add_argument("--yes", action="store_true", help="do not ask before --apply")
+    redact.set_defaults(handler=_cmd_redact)
 
     grep = sub.add_parser(
         "grep", parents=[common], help="find turns containing exact text (or a regex)"
@@ -703,6 +716,11 @@ def _cmd_remember(args: argparse.Namespace, config: Config) -> int:
         print(
             f"Remembered as turn {result.ids[0]} in namespace {result.namespace!r} "
             f"(session {result.session_id})."
+            + (
+                f" {_plural(result.secrets_redacted, 'secret')} in it stored as [REDACTED:…]."
+                if result.secrets_redacted
+                else ""
+            )
         )
     else:
         print(
@@ -819,6 +837,8 @@ def _cmd_hook(args: argparse.Namespace) -> int:
                 max_turns_per_call=config.store.max_turns_per_call,
                 max_text_chars=config.store.max_text_chars,
                 max_call_chars=config.store.max_call_chars,
+                redact_secrets=config.store.redact_secrets,
+                verbatim_namespaces=config.store.verbatim_namespaces,
             )
             try:
                 result = await capture_event(store, event, namespace)
@@ -977,7 +997,7 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
 
     async def run() -> int:
         memory = await _open_memory(args, config)
-        stored = skipped = sessions = 0
+        stored = skipped = sessions = redacted = 0
         try:
             explicit = resolve_namespace(args, config) if args.namespace else None
             sessions_read = read_sessions(path, fmt)
@@ -991,6 +1011,7 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
                     session_id = result.session_id
                     stored += result.stored
                     skipped += result.duplicates_skipped
+                    redacted += result.secrets_redacted
                     progress.update(len(batch))
                 sessions += 1
             progress.close()
@@ -998,7 +1019,8 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
             await memory.close()
         print(
             f"imported {_plural(stored, 'turn')} in {_plural(sessions, 'session')} "
-            f"({_plural(skipped, 'duplicate')} skipped) into {memory.store.path}",
+            f"({_plural(skipped, 'duplicate')} skipped) into {memory.store.path}"
+            + (f"; {_plural(redacted, 'secret')} stored as [REDACTED:…]" if redacted else ""),
             file=sys.stderr,
         )
         if stored and memory.pipeline.indexes_in_background():
@@ -1066,6 +1088,83 @@ def _private_output(path: str) -> Any:
         raise
 
 
+async def stored_secrets(
+    store: Any, namespace: str | None
+) -> tuple[int, list[tuple[Any, str]], Counter[str]]:
+    """(turns scanned, [(turn, its text redacted)] for those holding secrets, kinds found)."""
+    from smartsearch_mcp.redact import redact
+
+    found: list[tuple[Any, str]] = []
+    kinds: Counter[str] = Counter()
+    scanned = 0
+    async for turn in store.iter_turns(namespace):
+        scanned += 1
+        redacted = redact(turn.text)
+        if redacted.count:
+            found.append((turn, redacted.text))
+            kinds.update(redacted.kinds)
+    return scanned, found, kinds
+
+
+def _cmd_redact(args: argparse.Namespace, config: Config) -> int:
+    """Scan every stored turn (of --namespace, else of every namespace) for secrets; with
+    --apply, rewrite the turns that hold some. Prints kinds, counts and turn ids, never a
+    secret."""
+    from smartsearch_mcp.store import SQLiteStore, open_store
+
+    async def run() -> int:
+        db = resolve_db(args, config)
+        store = await open_store(
+            db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=not args.apply
+        )
+        try:
+            namespace = resolve_namespace(args, config) if args.namespace else None
+            scanned, found, kinds = await stored_secrets(store, namespace)
+            where = f"namespace {namespace!r}" if namespace else "every namespace"
+            print(f"scanned {_plural(scanned, 'turn')} of {where} in {store.path}")
+            if not found:
+                print("no secrets found")
+                return 0
+            print(
+                f"{_plural(sum(kinds.values()), 'secret')} in {_plural(len(found), 'turn')}: "
+                + ", ".join(f"{kind} {n}" for kind, n in kinds.most_common())
+            )
+            ids = [turn.id for turn, _ in found]
+            shown = ", ".join(map(str, ids[:20])) + (" …" if len(ids) > 20 else "")
+            print(f"turns: {shown}")
+            if not args.apply:
+                print("run again with --apply to replace them by [REDACTED:kind] placeholders")
+                return 0
+            if not isinstance(store, SQLiteStore):
+                raise InputError(
+                    "redact --apply rewrites SQLite databases; for PostgreSQL, export the "
+                    "memory and import it into a new database (import redacts), then point "
+                    "the servers at it"
+                )
+            if not args.yes:
+                if sys.stdin is None or not sys.stdin.isatty():
+                    raise InputError("add --yes to rewrite these turns (nothing was changed)")
+                answer = input(f"rewrite {_plural(len(found), 'turn')}? [y/N] ")
+                if answer.strip().lower() not in ("y", "yes"):
+                    print("nothing was changed")
+                    return 1
+            rewritten = await store.rewrite_texts(
+                [turn for turn, _ in found], [text for _, text in found]
+            )
+            print(
+                f"rewrote {_plural(rewritten, 'turn')} in one transaction and VACUUMed the "
+                "file: the old text is gone from the database, its WAL and its full-text "
+                "index (not from backups, exports or copies made before); restart running "
+                "servers so that their caches drop it; `smartsearch-mcp embed` recomputes "
+                "the vectors"
+            )
+            return 0
+        finally:
+            await store.close()
+
+    return anyio.run(run)
+
+
 def _cmd_export(args: argparse.Namespace, config: Config) -> int:
     from smartsearch_mcp.memory import elsewhere_hint
     from smartsearch_mcp.store import SQLiteStore, Store, open_store
@@ -1127,6 +1226,8 @@ def _cmd_migrate(args: argparse.Namespace, config: Config) -> int:
             )
             try:
                 report = await copy_memory(source, target, batch=args.batch)
+                # a copy keeps the bytes as stored: say when they hold secrets
+                _, holding, _ = await stored_secrets(target, None)
             finally:
                 await target.close()
         finally:
@@ -1138,6 +1239,14 @@ def _cmd_migrate(args: argparse.Namespace, config: Config) -> int:
             f"copied {copied}; verified: both hold {counted}",
             file=sys.stderr,
         )
+        if holding and config.store.redact_secrets:
+            print(
+                f"{_plural(len(holding), 'turn')} copied as stored hold secrets (stored "
+                "by an earlier release or with redaction off): run `smartsearch-mcp redact "
+                f"--apply --db {_quote(describe_database(args.target))}` on an SQLite target, "
+                "or redact the SQLite source before migrating",
+                file=sys.stderr,
+            )
         return 0
 
     return anyio.run(run)

@@ -100,6 +100,8 @@ class StoreConfig(Section):
     max_turns_per_call: int = setting(10_000, at_least=1)
     max_text_chars: int = setting(1_000_000, at_least=1)
     max_call_chars: int = setting(20_000_000, at_least=1)  # text characters in one remember call
+    redact_secrets: bool = True  # API keys, tokens, passwords -> [REDACTED:kind] (redact.py)
+    verbatim_namespaces: tuple[str, ...] = setting((), may_be_empty=True)  # stored unredacted
 
 
 @dataclass(frozen=True)

@@ -70,6 +70,8 @@ class Memory:
             max_text_chars=config.store.max_text_chars,
             read_only=read_only,
             max_call_chars=config.store.max_call_chars,
+            redact_secrets=config.store.redact_secrets,
+            verbatim_namespaces=config.store.verbatim_namespaces,
         )
         try:
             models = ModelRegistry.from_config(config)

@@ -37,6 +37,11 @@ class RememberOutput(BaseModel):
     namespace: str
     stored: int
     duplicates_skipped: int
+    secrets_redacted: int = Field(
+        default=0,
+        description="Secrets (API keys, tokens, private keys, passwords) in the turns that "
+        "were stored as [REDACTED:<kind>] placeholders instead.",
+    )
 
 
 class PassageOut(BaseModel):

@@ -63,7 +63,8 @@ class SessionInput:
 
 @dataclass(frozen=True, slots=True)
 class Turn:
-    """A stored turn. `text` is exactly what was remembered, never rewritten."""
+    """A stored turn. `text` is what was remembered, verbatim but for secrets replaced by
+    `[REDACTED:kind]` (at write time, or by `redact --apply`)."""
 
     id: int
     namespace: str
@@ -94,6 +95,7 @@ class RememberResult:
     namespace: str
     stored: int
     duplicates_skipped: int
+    secrets_redacted: int = 0  # secrets replaced by placeholders (redact.py), never shown
 
 
 @dataclass(frozen=True, slots=True)

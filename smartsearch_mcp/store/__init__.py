@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from smartsearch_mcp.store.base import MemoryStore, Store
@@ -34,9 +35,29 @@ async def open_store(
     max_text_chars: int = 1_000_000,
     read_only: bool = False,
     max_call_chars: int = DEFAULT_MAX_CALL_CHARS,
+    redact_secrets: bool = True,
+    verbatim_namespaces: Sequence[str] = (),
 ) -> Store:
     """The store at `target`: PostgreSQL for a `postgresql://` (or `postgres://`) URL, else
-    the SQLite file at that path (or ":memory:"). `busy_timeout_ms` is SQLite's."""
+    the SQLite file at that path (or ":memory:"). `busy_timeout_ms` is SQLite's; secrets
+    are redacted from what it stores unless `redact_secrets` is off (or the namespace is
+    one of `verbatim_namespaces`)."""
+    store = await _open(
+        target, busy_timeout_ms, max_turns_per_call, max_text_chars, read_only, max_call_chars
+    )
+    store.redact_secrets = redact_secrets
+    store.verbatim_namespaces = frozenset(verbatim_namespaces)
+    return store
+
+
+async def _open(
+    target: str | Path,
+    busy_timeout_ms: int,
+    max_turns_per_call: int,
+    max_text_chars: int,
+    read_only: bool,
+    max_call_chars: int,
+) -> Store:
     if is_postgres_url(target):
         try:
             from smartsearch_mcp.store.postgres import PostgresStore

@@ -98,7 +98,14 @@ class Store(MemoryStore, Protocol):
 
     def call_batches(self, turns: Sequence[TurnInput]) -> list[Sequence[TurnInput]]: ...
 
-    def check_turns(self, turns: Sequence[TurnInput]) -> list[PreparedTurn]: ...
+    redact_secrets: bool
+    verbatim_namespaces: frozenset[str]
+
+    def redacts(self, namespace: str | None) -> bool: ...
+
+    def check_turns(
+        self, turns: Sequence[TurnInput], namespace: str | None = None
+    ) -> list[PreparedTurn]: ...
 
     async def forget(
         self,

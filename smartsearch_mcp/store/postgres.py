@@ -281,7 +281,8 @@ class PostgresStore(TurnChecks, SharedReads):
         """Store `turns` in one transaction; ids in input order (as SQLiteStore.remember)."""
         namespace = check_name("namespace", namespace)
         given_session = check_name("session_id", session_id) if session_id else None
-        prepared = await anyio.to_thread.run_sync(self.check_turns, turns)
+        prepared = await anyio.to_thread.run_sync(self.check_turns, turns, namespace)
+        redacted = sum(p.secrets_redacted for p in prepared)
         _refuse_nul(prepared)
         digest = call_digest(namespace, given_session, prepared)
         created_at = now()
@@ -294,6 +295,7 @@ class PostgresStore(TurnChecks, SharedReads):
                     namespace=namespace,
                     stored=0,
                     duplicates_skipped=len(known_ids),
+                    secrets_redacted=redacted,
                 )
             session = given_session or session or new_session_id()
             await cur.execute(
@@ -341,6 +343,7 @@ class PostgresStore(TurnChecks, SharedReads):
             namespace=namespace,
             stored=len(rows),
             duplicates_skipped=len(prepared) - len(rows),
+            secrets_redacted=redacted,
         )
 
     async def _recorded_call(

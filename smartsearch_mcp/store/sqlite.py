@@ -67,6 +67,7 @@ from smartsearch_mcp.store.turns import (
     recorded_call_outcome,
     row_to_turn,
     rows_to_turns,
+    stored_identity_hash,
 )
 from smartsearch_mcp.types import (
     ForgetResult,
@@ -242,7 +243,8 @@ class SQLiteStore(TurnChecks, SharedReads):
         given_session = check_name("session_id", session_id) if session_id else None
         # Validating, normalizing and hashing up to max_turns_per_call turns is CPU work the
         # event loop (shared by every client of a server) must not wait on.
-        prepared = await anyio.to_thread.run_sync(self.check_turns, turns)
+        prepared = await anyio.to_thread.run_sync(self.check_turns, turns, namespace)
+        redacted = sum(p.secrets_redacted for p in prepared)
         digest = call_digest(namespace, given_session, prepared)
         created_at = now()
         async with self._write_transaction() as db:
@@ -254,6 +256,7 @@ class SQLiteStore(TurnChecks, SharedReads):
                     namespace=namespace,
                     stored=0,
                     duplicates_skipped=len(known_ids),
+                    secrets_redacted=redacted,
                 )
             session = given_session or session or new_session_id()
             async with db.execute(
@@ -302,6 +305,7 @@ class SQLiteStore(TurnChecks, SharedReads):
             namespace=namespace,
             stored=len(rows),
             duplicates_skipped=len(prepared) - len(rows),
+            secrets_redacted=redacted,
         )
 
     async def _recorded_call(
@@ -469,6 +473,36 @@ class SQLiteStore(TurnChecks, SharedReads):
             for turn in turns:
                 yield turn
             last = turns[-1].id
+
+    async def rewrite_texts(self, turns: Sequence[Turn], texts: Sequence[str]) -> int:
+        """Give each of `turns` its new text (`redact --apply`), in one transaction: the
+        row, its content hash and its full-text entry change, its vectors are dropped (the
+        backlog recomputes them). Then the full-text index is merged, the WAL truncated and
+        the file VACUUMed, so the old text's bytes leave the database's files. The number
+        of turns rewritten (one deleted meanwhile is skipped)."""
+        if self.read_only:
+            raise InputError("the database is open read-only; nothing was rewritten")
+        rows = [
+            (text, stored_identity_hash(turn, text), turn.id)
+            for turn, text in zip(turns, texts, strict=True)
+        ]
+        async with self._write_transaction() as db:
+            updated = await db.executemany(
+                "UPDATE turns SET text = ?, content_hash = ? WHERE id = ?", rows
+            )
+            rewritten = updated.rowcount
+            await db.executemany(
+                "DELETE FROM embeddings WHERE turn_id = ?", [(turn.id,) for turn in turns]
+            )
+            await db.execute("INSERT INTO turns_fts (turns_fts) VALUES ('optimize')")
+        for statement in (
+            "PRAGMA wal_checkpoint(TRUNCATE)",
+            "VACUUM",
+            "PRAGMA wal_checkpoint(TRUNCATE)",
+        ):
+            async with self._writer.execute(statement):
+                pass
+        return rewritten
 
     async def put_embeddings(self, model: str, items: Sequence[tuple[int, int, bytes]]) -> None:
         """Cache vectors; entries whose turn was deleted meanwhile are dropped."""

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from smartsearch_mcp.dates import normalize_timestamp, stored_timestamp
+from smartsearch_mcp.redact import redact as redact_secrets
 from smartsearch_mcp.types import (
     ROLES,
     InputError,
@@ -44,6 +45,7 @@ class PreparedTurn:
     timestamp_raw: str | None
     metadata_json: str
     content_hash: str
+    secrets_redacted: int = 0
 
 
 class TurnChecks:
@@ -52,6 +54,13 @@ class TurnChecks:
     max_turns_per_call: int
     max_text_chars: int
     max_call_chars: int
+    # Secrets in a turn's text are replaced by placeholders before it is stored (redact.py),
+    # except in these namespaces (config store.redact_secrets, store.verbatim_namespaces).
+    redact_secrets: bool = True
+    verbatim_namespaces: frozenset[str] = frozenset()
+
+    def redacts(self, namespace: str | None) -> bool:
+        return self.redact_secrets and namespace not in self.verbatim_namespaces
 
     def call_batches(self, turns: Sequence[TurnInput]) -> list[Sequence[TurnInput]]:
         """`turns` split into consecutive calls within max_turns_per_call and max_call_chars
@@ -69,10 +78,12 @@ class TurnChecks:
             batches.append(turns[start:])
         return batches
 
-    def check_turns(self, turns: Sequence[TurnInput]) -> list[PreparedTurn]:
-        """The turns of one `remember` call, checked (count, total size, each turn's fields)
-        and prepared; InputError naming the first problem. Writes nothing: an import checks
-        every call with it before storing any."""
+    def check_turns(
+        self, turns: Sequence[TurnInput], namespace: str | None = None
+    ) -> list[PreparedTurn]:
+        """The turns of one `remember` call into `namespace`, checked (count, total size,
+        each turn's fields) and prepared, secrets redacted; InputError naming the first
+        problem. Writes nothing: an import checks every call with it before storing any."""
         if not turns:
             raise InputError("remember needs at least one turn")
         if len(turns) > self.max_turns_per_call:
@@ -88,9 +99,10 @@ class TurnChecks:
                 f"{self.max_call_chars:,} (config store.max_call_chars) — split the turns "
                 "into several calls with the same session_id"
             )
-        return [self._prepare(i, turn) for i, turn in enumerate(turns)]
+        redact = self.redacts(namespace)
+        return [self._prepare(i, turn, redact) for i, turn in enumerate(turns)]
 
-    def _prepare(self, index: int, turn: TurnInput) -> PreparedTurn:
+    def _prepare(self, index: int, turn: TurnInput, redact: bool = True) -> PreparedTurn:
         # Where the turn came from: "turns[3]", or the file and line an importer names.
         where = f"turns[{index}]" if turn.source is None else f"{turn.source}:"
         dot = "." if turn.source is None else " "
@@ -102,6 +114,10 @@ class TurnChecks:
                 f"{where}{dot}text has {len(text)} characters; the limit is {self.max_text_chars}"
             )
         check_encodable(f"{where}{dot}text", text)
+        secrets = 0
+        if redact:  # before anything keeps the text: its identity, the row, the index
+            redacted = redact_secrets(text)
+            text, secrets = redacted.text, redacted.count
         speaker = turn.speaker
         if speaker is not None:
             if not isinstance(speaker, str):
@@ -144,16 +160,31 @@ class TurnChecks:
             raise InputError(f"{where}{dot}metadata is not valid JSON: {exc}") from exc
         except RecursionError as exc:
             raise InputError(f"{where}{dot}metadata is nested too deeply") from exc
-        digest = hashlib.sha256(
-            IDENTITY_JSON.encode(identity).encode("utf-8", "surrogatepass")
-        ).hexdigest()
-        return PreparedTurn(speaker, role, text, timestamp, timestamp_raw, metadata_json, digest)
+        digest = identity_hash(identity)
+        return PreparedTurn(
+            speaker, role, text, timestamp, timestamp_raw, metadata_json, digest, secrets
+        )
 
 
 # json.dumps(value, **options) builds one of these per call; bulk imports encode two values
 # per turn. Output is identical (content hashes of stored turns depend on it).
 METADATA_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 IDENTITY_JSON = json.JSONEncoder(ensure_ascii=False)
+
+
+def identity_hash(identity: list[str | None]) -> str:
+    """The content hash of a turn: of [speaker, text, the timestamp it was given or None]."""
+    return hashlib.sha256(
+        IDENTITY_JSON.encode(identity).encode("utf-8", "surrogatepass")
+    ).hexdigest()
+
+
+def stored_identity_hash(turn: Turn, text: str) -> str:
+    """The content hash `turn` would have with `text` (a rewrite by `redact --apply`): a
+    stored turn keeps the timestamp it was given as `timestamp_raw` (None when none was, or
+    it was generated)."""
+    given = None if turn.timestamp_raw is None else normalize_timestamp(turn.timestamp_raw)
+    return identity_hash([turn.speaker, text, given])
 
 
 def check_name(kind: str, value: object) -> str:
