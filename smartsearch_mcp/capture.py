@@ -96,8 +96,13 @@ def event_namespace(
 ) -> NamespaceChoice:
     """The namespace rule of `smartsearch_mcp.namespaces`, applied to the session's working
     directory (else `fallback_cwd`): --namespace, $SMARTSEARCH_NAMESPACE, the git project,
-    the default."""
-    return choose_namespace(given, from_env, event.cwd or fallback_cwd, default_namespace)
+    the default. A working directory that cannot be read (a symlink loop, a NUL, a path too
+    long) is the default namespace's: the prompt is stored all the same."""
+    try:
+        return choose_namespace(given, from_env, event.cwd or fallback_cwd, default_namespace)
+    except (OSError, ValueError, RuntimeError) as exc:  # pathlib: RuntimeError on a loop
+        log.warning("the session's directory cannot be read (%s): using the default namespace", exc)
+        return choose_namespace(given, from_env, Path("/"), default_namespace)
 
 
 def session_key(event: HookEvent) -> str:

@@ -814,6 +814,7 @@ def _cmd_hook(args: argparse.Namespace) -> int:
     db = args.db or os.environ.get("SMARTSEARCH_DB") or ""
     local = db and db != ":memory:" and not is_postgres_url(db)
     log_file = Path(db).expanduser().parent if local else default_db_path().parent
+    raising, logging.raiseExceptions = logging.raiseExceptions, False  # full disk: no trace
     handler = _hook_log_handler(log_file / "hooks.log")
     try:
         config = load_config(args)
@@ -874,7 +875,9 @@ def _cmd_hook(args: argparse.Namespace) -> int:
         log.exception("hook %s %s failed", args.client, args.event)
     finally:
         logging.getLogger().removeHandler(handler)
-        handler.close()
+        with contextlib.suppress(Exception):  # a full disk fails the log's last flush
+            handler.close()
+        logging.raiseExceptions = raising
     return 0
 
 

@@ -283,6 +283,7 @@ def test_new_directories_and_files_are_private(tmp_path):
         == 0
     )
     assert _mode(nested.parent) == 0o700 and _mode(nested) == 0o600
+    assert _mode(nested.parent.parent) == 0o700  # the parents made for it too
     hook = subprocess.run(
         cli_command("hook", "claude-code", "user-prompt", "--db", str(nested)),
         input=HOOK_PAYLOAD,
@@ -386,3 +387,55 @@ async def test_opening_a_second_store_keeps_the_first_ones_locks(tmp_path):
         assert _count_in_another_process(db) == 2
     finally:
         await first.close()
+
+
+def test_a_database_that_cannot_be_created_leaves_no_empty_file(tmp_path, monkeypatch):
+    from smartsearch_mcp.store import sqlite as module
+
+    async def full_disk(*_: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(module, "connect", full_disk)  # SQLite cannot write its header
+    db = tmp_path / "memory.db"
+    with pytest.raises(Exception, match="full"):
+        anyio.run(SQLiteStore.open, db)
+    assert not db.exists()
+
+
+def test_the_hook_exits_0_on_a_full_disk_and_a_cwd_it_cannot_read(tmp_path, monkeypatch):
+    import logging
+
+    from smartsearch_mcp.cli import main
+
+    monkeypatch.setenv("SMARTSEARCH_DB", str(tmp_path / "memory.db"))
+    monkeypatch.setenv("SMARTSEARCH_CONFIG", str(write_lexical_config(tmp_path)))
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    payload = json.loads(HOOK_PAYLOAD)
+    payload["cwd"] = str(loop / "x")
+    monkeypatch.setattr(sys, "stdin", _Stdin(json.dumps(payload).encode()))
+    assert main(["hook", "claude-code", "user-prompt", "--no-inject"]) == 0
+    turns = anyio.run(_texts, tmp_path / "memory.db")
+    assert turns == [payload["prompt"]]  # stored, in the default namespace
+
+    def full(self: logging.Handler, *_: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(logging.StreamHandler, "flush", full)  # every log write fails
+    monkeypatch.setattr(sys, "stdin", _Stdin(json.dumps(payload).encode()))
+    assert main(["hook", "claude-code", "user-prompt", "--no-inject"]) == 0
+
+
+class _Stdin:
+    def __init__(self, data: bytes) -> None:
+        import io
+
+        self.buffer = io.BytesIO(data)
+
+
+async def _texts(db: Path) -> list[str]:
+    store = await SQLiteStore.open(db)
+    try:
+        return [turn.text async for turn in store.iter_turns()]
+    finally:
+        await store.close()

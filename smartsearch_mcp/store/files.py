@@ -46,11 +46,14 @@ def create_private(file: Path) -> None:
 
 
 def make_private_dir(directory: Path) -> None:
-    """Create `directory` 0700 (its missing parents as mkdir -p would) if it is missing."""
-    if directory.exists():
-        return
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    directory.mkdir(mode=0o700, exist_ok=True)
+    """Create `directory` 0700 if it is missing, and its missing parents 0700 too (they were
+    made by us, for it: `--db a/b/m.db`)."""
+    missing = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
 
 
 def tighten_modes(file: Path) -> None:

@@ -16,6 +16,7 @@ SQLite's lock with `BEGIN IMMEDIATE` and a busy timeout, so nobody sees "databas
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sqlite3
@@ -176,6 +177,7 @@ class SQLiteStore(TurnChecks, SharedReads):
         max_text_chars: int,
         max_call_chars: int,
     ) -> SQLiteStore:
+        created = target != ":memory:" and not Path(target).exists()
         if target != ":memory:":
             # No header check with a file handle of our own: closing any descriptor of the
             # database drops every POSIX lock this process holds on it, those of its open
@@ -183,15 +185,22 @@ class SQLiteStore(TurnChecks, SharedReads):
             # delete the write-ahead log they still use. SQLite reads the header first and
             # refuses a file that is not a database before writing anything (_check_ours).
             files.create_private(Path(target))
-        writer = await connect(target, busy_timeout_ms)
         try:
-            if target != ":memory:":
-                # Only once the file is known to be ours (another's keeps its mode).
-                files.tighten_modes(Path(target))
-            await migrate(writer)
-            reader = writer if target == ":memory:" else await connect(target, busy_timeout_ms)
+            writer = await connect(target, busy_timeout_ms)
+            try:
+                if target != ":memory:":
+                    # Only once the file is known to be ours (another's keeps its mode).
+                    files.tighten_modes(Path(target))
+                await migrate(writer)
+                reader = writer if target == ":memory:" else await connect(target, busy_timeout_ms)
+            except BaseException:
+                await writer.close()
+                raise
         except BaseException:
-            await writer.close()
+            if created:  # e.g. a full disk: leave no empty file that later reads as a database
+                with contextlib.suppress(OSError):
+                    if Path(target).stat().st_size == 0:
+                        Path(target).unlink()
             raise
         return cls(target, writer, reader, max_turns_per_call, max_text_chars, max_call_chars)
 
