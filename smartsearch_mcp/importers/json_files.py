@@ -153,6 +153,11 @@ def _decode(raw: bytes, *, source: str, what: str) -> Any:
         ) from exc
     except RecursionError as exc:
         raise InputError(f"{source}: JSON nested too deeply to read; expected {what}") from exc
+    except MemoryError as exc:  # a JSON document under the size limit can still take 10x it
+        raise InputError(
+            f"{source} ({len(raw) / 2**20:,.0f} MiB) is too large to parse in this machine's "
+            f"memory; nothing was imported — expected {what}"
+        ) from exc
 
 
 def _too_big(source: str, size: int, what: str) -> str:
