@@ -649,6 +649,19 @@ def _recall_via_socket(args: argparse.Namespace, config: Config) -> bool:
     return True
 
 
+def _http_status(url: str, headers: dict[str, str] | None) -> int | None:
+    """The HTTP status the server at `url` answers a bare MCP request with (the MCP client's
+    errors do not carry it), or None when it cannot be reached."""
+    import httpx
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    accept = {"Accept": "application/json, text/event-stream", **(headers or {})}
+    try:
+        return httpx.post(url, json=body, headers=accept, timeout=5).status_code
+    except httpx.HTTPError:
+        return None
+
+
 def _recall_via_server(url: str, args: argparse.Namespace, config: Config) -> int:
     """The recall tool of a running HTTP server, in this directory's namespace (the server's
     own default comes from where it was started)."""
@@ -676,6 +689,13 @@ def _recall_via_server(url: str, args: argparse.Namespace, config: Config) -> in
     try:
         result = anyio.run(call)
     except Exception as exc:  # a connection, HTTP or protocol failure: say where and what
+        if _http_status(url, headers) == 401:
+            given = "the token in $SMARTSEARCH_TOKEN was refused" if token else "no token given"
+            raise SmartSearchError(
+                f"the server at {url} is running and needs its bearer token ({given}): "
+                f"set {TOKEN_ENV} to the token `serve --http` printed (or was given) — e.g. "
+                f"{TOKEN_ENV}=… smartsearch-mcp recall --server {url} '…'"
+            ) from exc
         raise SmartSearchError(
             f"cannot recall through the server at {url} ({type(exc).__name__}: {exc}); is "
             "`smartsearch-mcp serve --http` running there? Unset $SMARTSEARCH_URL (or drop "
@@ -1001,6 +1021,7 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
     async def run() -> int:
         memory = await _open_memory(args, config)
         stored = skipped = sessions = redacted = 0
+        filled: dict[str, int] = {}
         try:
             explicit = resolve_namespace(args, config) if args.namespace else None
             sessions_read = read_sessions(path, fmt)
@@ -1015,6 +1036,7 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
                     stored += result.stored
                     skipped += result.duplicates_skipped
                     redacted += result.secrets_redacted
+                    filled[result.namespace] = filled.get(result.namespace, 0) + result.stored
                     progress.update(len(batch))
                 sessions += 1
             progress.close()
@@ -1022,7 +1044,8 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
             await memory.close()
         print(
             f"imported {_plural(stored, 'turn')} in {_plural(sessions, 'session')} "
-            f"({_plural(skipped, 'duplicate')} skipped) into {memory.store.path}"
+            f"({_plural(skipped, 'duplicate')} skipped) into {memory.store.path}, "
+            + _namespaces_filled(filled)
             + (f"; {_plural(redacted, 'secret')} stored as [REDACTED:…]" if redacted else ""),
             file=sys.stderr,
         )
@@ -1107,6 +1130,17 @@ async def stored_secrets(
             found.append((turn, redacted.text))
             kinds.update(redacted.kinds)
     return scanned, found, kinds
+
+
+def _namespaces_filled(filled: dict[str, int]) -> str:
+    """ "namespace 'a'", or "namespaces 'a' (3 turns), 'b' (1 turn)" for an import's summary."""
+    if not filled:
+        return "no namespace (no turns)"
+    if len(filled) == 1:
+        return f"namespace {next(iter(filled))!r}"
+    shown = sorted(filled.items(), key=lambda item: -item[1])[:5]
+    more = f" and {len(filled) - 5} more" if len(filled) > 5 else ""
+    return "namespaces " + ", ".join(f"{n!r} ({_plural(c, 'turn')})" for n, c in shown) + more
 
 
 def _cmd_redact(args: argparse.Namespace, config: Config) -> int:

@@ -94,6 +94,7 @@ def test_an_explicit_namespace_wins_over_the_one_an_import_file_names(env, capsy
     other = ["--db", str(env / "other.db")]
     args = ["import", str(source), "--format", "jsonl", "--no-progress", "--namespace", "archive"]
     assert main([*args, *other]) == 0
+    assert "namespace 'archive'" in capsys.readouterr().err  # the import says where it went
     assert main(["stats", "--json", *other]) == 0
     assert set(json.loads(capsys.readouterr().out)["namespaces"]) == {"archive"}
 
@@ -527,6 +528,25 @@ async def test_recall_through_a_running_http_server_answers_from_its_memory(
         assert "searched namespace 'default'" in err
         assert await anyio.to_thread.run_sync(main, [*argv, "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["passages"]
+
+
+@pytest.mark.anyio
+async def test_recall_through_a_server_without_its_token_says_it_needs_the_token(
+    env, capsys, monkeypatch
+):
+    from servers import http_server
+
+    monkeypatch.chdir(env)
+    monkeypatch.delenv("SMARTSEARCH_TOKEN", raising=False)
+    token = ["--token", "s3cret-t0ken-0123456789"]
+    async with http_server(env / "served.db", env / "lexical.toml", *token) as (base, _):
+        capsys.readouterr()
+        argv = ["recall", "gate code", "--server", f"{base}/mcp"]
+        assert await anyio.to_thread.run_sync(main, argv) == 1
+        assert "needs its bearer token (no token given)" in capsys.readouterr().err
+        monkeypatch.setenv("SMARTSEARCH_TOKEN", "wrong")
+        assert await anyio.to_thread.run_sync(main, argv) == 1
+        assert "token in $SMARTSEARCH_TOKEN was refused" in capsys.readouterr().err
 
 
 def test_recall_through_a_server_that_is_not_there_says_what_to_do(env, capsys, monkeypatch):

@@ -99,3 +99,28 @@ def test_the_readmes_test_command_is_the_one_ci_runs():
     assert any(line.endswith(command.group(0)) for line in shown), (
         f"README.md should show CI's test command `{command.group(0)}`; it shows {shown}"
     )
+
+
+# A path that names one machine: a home directory, or the folders a checkout sits in there.
+MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:home|Users|root|work)/[\w.-]+|[A-Z]:\\Users\\")
+DOC_FILES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+@pytest.mark.parametrize("page", DOC_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_page_names_a_path_of_our_machines(page: Path):
+    found = MACHINE_PATH.findall(page.read_text(encoding="utf-8"))
+    assert found == [], f"{page.name}: {found[:5]}"
+
+
+def test_bench_reports_show_paths_relative_to_the_checkout_or_home(monkeypatch, tmp_path):
+    from smartsearch_mcp.bench.cli import command_line
+
+    checkout = tmp_path / "repo"
+    checkout.mkdir()
+    monkeypatch.chdir(checkout)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    argv = ["locomo", str(tmp_path / "shared" / "data"), "--out", str(checkout / "runs" / "a")]
+    shown = command_line([*argv, "--embed-cache", str(tmp_path / "home" / "e.db")], None)
+    assert shown == (
+        "smartsearch-mcp bench locomo ../shared/data --out runs/a --embed-cache ~/e.db"
+    )

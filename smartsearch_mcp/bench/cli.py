@@ -578,10 +578,29 @@ def _cmd_loop_lag(
 def command_line(argv: Sequence[str], config_name: str | None) -> str:
     """The command that reproduces a run (naming the config even when it was given before
     `bench` or through $SMARTSEARCH_CONFIG)."""
-    args = list(argv)
+    args = [portable_path(arg) for arg in argv]
     if config_name and "--config" not in args:
-        args[1:1] = ["--config", config_name]
-    return "smartsearch-mcp bench " + shlex.join(args)
+        args[1:1] = ["--config", portable_path(config_name)]
+    return "smartsearch-mcp bench " + " ".join(map(_quoted, args))
+
+
+def _quoted(arg: str) -> str:
+    home, _, rest = arg.partition("/")
+    return arg if home == "~" and shlex.quote(rest) == rest else shlex.quote(arg)
+
+
+def portable_path(arg: str) -> str:
+    """`arg` as a report may show it: an absolute path inside the working directory made
+    relative to it, one in the home directory written from ~ (no machine's paths in
+    reports that go into docs/)."""
+    if not os.path.isabs(arg):
+        return arg
+    for base, shown in ((os.getcwd(), "."), (os.path.expanduser("~"), "~")):
+        relative = os.path.relpath(arg, base)
+        if base != os.sep and not relative.startswith(os.pardir):
+            return relative if shown == "." else os.path.join(shown, relative)
+    parent = os.path.relpath(arg, os.path.dirname(os.getcwd()))
+    return os.path.join(os.pardir, parent) if not parent.startswith(os.pardir) else arg
 
 
 def scale_targets(data: dict[str, Any]) -> list[str]:

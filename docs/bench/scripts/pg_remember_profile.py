@@ -28,7 +28,7 @@ def cpu(pid):
 
 
 async def setup():
-    corpus = load_source_corpus(["/work/shared/data/locomo", "/work/shared/data/beam-100k"])
+    corpus = load_source_corpus(["../shared/data/locomo", "../shared/data/beam-100k"])
     turns = list(TurnSynthesizer(corpus, 0).turns(N))
     with psycopg.connect(URL, autocommit=True) as c:
         c.execute("DROP SCHEMA IF EXISTS prof CASCADE")
