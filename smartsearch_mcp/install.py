@@ -35,6 +35,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
@@ -159,8 +160,15 @@ def apply(
         if edit.new is None or edit.new == edit.old:
             continue
         try:
+            if edit.old is not None and _holds_nothing(edit.new, edit.real):
+                # only our entries were in it: no backup of them, no `{}` left behind
+                edit.real.unlink()
+                edit.change.action = "removed (nothing else was in it)"
+                written.append(edit.real)
+                continue
             if edit.old is not None:
                 edit.change.backup = _backup(edit.real, edit.old.encode("utf-8"), edit.mode, now)
+                _drop_older_backups(edit.real, edit.change.backup)
             _write_atomic(edit.real, edit.new, edit.mode)
         except OSError as exc:
             done = f"; already written: {', '.join(map(str, written))}" if written else ""
@@ -265,6 +273,33 @@ def _check_writable_folder(real: Path) -> None:
             f"cannot write in {existing} (not a writable folder), so {real} cannot be "
             "updated; nothing was changed"
         )
+
+
+def _holds_nothing(text: str, path: Path) -> bool:
+    """Whether a config's new text holds nothing at all: `{}`, `{"mcpServers": {}}`, an
+    empty TOML file."""
+    if path.suffix == ".toml":
+        return not [line for line in text.splitlines() if line.strip()]
+    try:
+        value = load_json(text)
+    except ValueError:
+        return False
+
+    def empty(item: Any) -> bool:
+        if isinstance(item, dict):
+            return all(empty(v) for v in item.values())
+        return isinstance(item, list) and all(empty(v) for v in item)
+
+    return empty(value)
+
+
+def _drop_older_backups(real: Path, kept: Path) -> None:
+    """Keep one backup per file, the newest: each install or uninstall makes one, and the
+    newest holds everything the older ones did but our own entries."""
+    for older in real.parent.glob(f"{glob_escape(real.name)}.bak-smartsearch-*"):
+        if older != kept and older.is_file() and not older.is_symlink():
+            with contextlib.suppress(OSError):
+                older.unlink()
 
 
 def _backup(real: Path, old: bytes, mode: int, now: datetime) -> Path:
@@ -479,7 +514,9 @@ def _hooks_json(client: str, commands: Commands | None) -> Callable[[Any], tuple
             wanted = None
             if commands is not None:
                 command = shlex.join([*commands.hook, client, name, *commands.hook_options])
-                wanted = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT_SECONDS}
+                # as load_json reads it back, so that an unchanged hook compares equal
+                timeout = JsonNumber(str(HOOK_TIMEOUT_SECONDS))
+                wanted = {"type": "command", "command": command, "timeout": timeout}
             if wanted is not None and ours == [wanted]:
                 continue
             kept = _without_ours(groups, client)

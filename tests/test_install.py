@@ -185,7 +185,7 @@ def test_codex_install_edits_only_its_table_and_uninstall_restores_the_file(home
     assert config.read_text() == first
     assert main(["uninstall", "codex"]) == 0
     assert config.read_text().rstrip("\n") == CODEX_TOML.rstrip("\n")
-    assert _read(home / ".codex" / "hooks.json") == {}
+    assert not (home / ".codex" / "hooks.json").exists()  # install made it; nothing else in it
 
 
 def test_a_config_file_that_is_not_json_is_left_alone_with_a_clear_error(home: Path, capsys):
@@ -230,4 +230,19 @@ def test_options_are_written_into_the_commands_and_reinstalling_with_them_change
     assert main(argv) == 0
     assert settings_file.read_text() == first
     assert main(["uninstall", "claude-code"]) == 0
-    assert "hooks" not in _read(settings_file)
+    assert not settings_file.exists()  # install made it, and nothing else was in it
+    assert not list(settings_file.parent.glob("settings.json.bak-*"))
+
+
+@pytest.mark.parametrize("client", ["claude-code", "codex", "cursor", "claude-desktop"])
+def test_installing_twice_is_unchanged_and_a_cycle_leaves_no_file_behind(
+    home: Path, capsys, monkeypatch, client: str
+):
+    monkeypatch.setattr("sys.platform", "linux")
+    assert main(["install", client]) == 0
+    capsys.readouterr()
+    assert main(["install", client]) == 0
+    second = capsys.readouterr().out
+    assert "unchanged" in second and "updated" not in second and "~" not in second
+    assert main(["uninstall", client]) == 0
+    assert [p for p in home.rglob("*") if p.is_file()] == []

@@ -135,10 +135,14 @@ def test_backups_and_rewritten_files_are_no_more_readable_than_the_original(home
     assert stat.S_IMODE(backup.stat().st_mode) == 0o600
     assert stat.S_IMODE(claude.stat().st_mode) == 0o600
     assert json.loads(backup.read_text()) == SECRETS
-    # A second change within the same second gets its own backup, never overwriting one.
+    # A second change within the same second gets a backup of its own, never writing over
+    # one, and the older one goes: one backup per file, of the state before the last change.
+    before = claude.read_text()
     again = run_install(home, home, "claude-code", "--db", str(home / "other.db"), umask=0o022)
     assert again.returncode == 0, again.stderr
-    assert len(list(home.glob(".claude.json.bak-smartsearch-*"))) == 2
+    (newest,) = home.glob(".claude.json.bak-smartsearch-*")
+    assert newest != backup and stat.S_IMODE(newest.stat().st_mode) == 0o600
+    assert newest.read_text() == before
 
 
 def test_a_symlinked_user_config_is_written_through_and_the_link_is_kept(home: Path) -> None:
