@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -246,3 +247,33 @@ def test_installing_twice_is_unchanged_and_a_cycle_leaves_no_file_behind(
     assert "unchanged" in second and "updated" not in second and "~" not in second
     assert main(["uninstall", client]) == 0
     assert [p for p in home.rglob("*") if p.is_file()] == []
+
+
+def _clients_table() -> dict[str, list[str]]:
+    """docs/clients.md's installer table: client -> [server entry, hooks, namespace]."""
+    text = (Path(__file__).parents[1] / "docs" / "clients.md").read_text(encoding="utf-8")
+    rows: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) == 4 and re.fullmatch(r"`[a-z-]+`", cells[0]):
+            rows[cells[0].strip("`")] = cells[1:]
+    return rows
+
+
+@pytest.mark.parametrize("client", ["claude-code", "claude-desktop", "cursor", "codex"])
+def test_the_clients_table_in_the_docs_says_what_install_writes(
+    home: Path, capsys, monkeypatch, client: str
+):
+    monkeypatch.setattr("sys.platform", "linux")
+    entry, hooks, namespace = _clients_table()[client]
+    assert main(["install", client, "--dry-run"]) == 0
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    server_line = next(line for line in lines if "smartsearch" in line and "+" in line)
+    written = re.findall(r"--namespace['\"]?,? ['\"]?([\w-]+)", server_line)
+    said = re.findall(r"`--namespace ([\w-]+)`", namespace)
+    assert written == said, (server_line, namespace)
+    assert ("mcpServers.smartsearch" in entry) == ("mcpServers.smartsearch" in printed)
+    assert ("[mcp_servers.smartsearch]" in entry) == ("[mcp_servers.smartsearch]" in printed)
+    events = set(re.findall(r"`([A-Z][A-Za-z]+)`", hooks))
+    assert events == set(re.findall(r"\+ hooks\.(\w+)", printed))
