@@ -247,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
         "replaces them by [REDACTED:kind] placeholders",
     )
     redact.add_argument(
+        "--scan", action="store_true", help="only report what is found (what it does by default)"
+    )
+    redact.add_argument(
         "--apply", action="store_true", help="rewrite those turns (asks first; then VACUUM)"
     )
     redact.add_argument("--yes", action="store_true", help="do not ask before --apply")
@@ -1145,12 +1148,14 @@ def _namespaces_filled(filled: dict[str, int]) -> str:
 
 def _cmd_redact(args: argparse.Namespace, config: Config) -> int:
     """Scan every stored turn (of --namespace, else of every namespace) for secrets; with
-    --apply, rewrite the turns that hold some. Prints kinds, counts and turn ids, never a
-    secret."""
+    --apply (not with --scan), rewrite the turns that hold some. Prints kinds, counts and
+    turn ids, never a secret."""
     from smartsearch_mcp.store import SQLiteStore, open_store
 
     async def run() -> int:
         db = resolve_db(args, config)
+        if args.scan and args.apply:
+            raise InputError("--scan only reports; give --apply without it to rewrite")
         store = await open_store(
             db, busy_timeout_ms=config.store.busy_timeout_ms, read_only=not args.apply
         )
@@ -1172,12 +1177,6 @@ def _cmd_redact(args: argparse.Namespace, config: Config) -> int:
             if not args.apply:
                 print("run again with --apply to replace them by [REDACTED:kind] placeholders")
                 return 0
-            if not isinstance(store, SQLiteStore):
-                raise InputError(
-                    "redact --apply rewrites SQLite databases; for PostgreSQL, export the "
-                    "memory and import it into a new database (import redacts), then point "
-                    "the servers at it"
-                )
             if not args.yes:
                 if sys.stdin is None or not sys.stdin.isatty():
                     raise InputError("add --yes to rewrite these turns (nothing was changed)")
@@ -1188,12 +1187,18 @@ def _cmd_redact(args: argparse.Namespace, config: Config) -> int:
             rewritten = await store.rewrite_texts(
                 [turn for turn, _ in found], [text for _, text in found]
             )
+            where_gone = (
+                "VACUUMed the file: the old text is gone from the database, its WAL and its "
+                "full-text index"
+                if isinstance(store, SQLiteStore)
+                else "VACUUMed the tables: PostgreSQL overwrites the old row versions as it "
+                "reuses their space (VACUUM FULL turns, embeddings frees them now; it locks "
+                "the tables while it runs)"
+            )
             print(
-                f"rewrote {_plural(rewritten, 'turn')} in one transaction and VACUUMed the "
-                "file: the old text is gone from the database, its WAL and its full-text "
-                "index (not from backups, exports or copies made before); restart running "
-                "servers so that their caches drop it; `smartsearch-mcp embed` recomputes "
-                "the vectors"
+                f"rewrote {_plural(rewritten, 'turn')} in one transaction and {where_gone} "
+                "(not from backups, exports or copies made before); restart running servers "
+                "so that their caches drop it; `smartsearch-mcp embed` recomputes the vectors"
             )
             return 0
         finally:
@@ -1280,8 +1285,7 @@ def _cmd_migrate(args: argparse.Namespace, config: Config) -> int:
             print(
                 f"{_plural(len(holding), 'turn')} copied as stored hold secrets (stored "
                 "by an earlier release or with redaction off): run `smartsearch-mcp redact "
-                f"--apply --db {_quote(describe_database(args.target))}` on an SQLite target, "
-                "or redact the SQLite source before migrating",
+                f"--apply --db {_quote(describe_database(args.target))}` to replace them",
                 file=sys.stderr,
             )
         return 0

@@ -107,6 +107,8 @@ class Store(MemoryStore, Protocol):
         self, turns: Sequence[TurnInput], namespace: str | None = None
     ) -> list[PreparedTurn]: ...
 
+    async def rewrite_texts(self, turns: Sequence[Turn], texts: Sequence[str]) -> int: ...
+
     async def forget(
         self,
         namespace: str,

@@ -59,6 +59,7 @@ from smartsearch_mcp.store.turns import (
     recorded_call_outcome,
     row_to_turn,
     rows_to_turns,
+    stored_identity_hash,
 )
 from smartsearch_mcp.types import (
     ForgetResult,
@@ -447,6 +448,35 @@ class PostgresStore(TurnChecks, SharedReads):
                 row = await cur.fetchone()
                 counts[phrase] = int(row[0]) if row else 0
         return counts
+
+    async def rewrite_texts(self, turns: Sequence[Turn], texts: Sequence[str]) -> int:
+        """Give each of `turns` its new text (`redact --apply`), in one transaction: the row
+        and its content hash (the full-text document and the BM25 totals follow by trigger),
+        its vectors dropped. Then VACUUM the two tables, so that the old row versions are
+        marked free (their bytes are overwritten as the tables are written, not at once:
+        VACUUM FULL, which locks the tables, frees them now). The number rewritten."""
+        rows = [
+            (text, stored_identity_hash(turn, text), turn.id)
+            for turn, text in zip(turns, texts, strict=True)
+        ]
+        rewritten = 0
+        async with self._write_transaction() as cur:
+            for row in rows:
+                await cur.execute(
+                    "UPDATE turns SET text = %s, content_hash = %s WHERE id = %s", row
+                )
+                rewritten += cur.rowcount
+            await cur.execute(
+                "DELETE FROM embeddings WHERE turn_id = ANY(%s)", ([turn.id for turn in turns],)
+            )
+        async with self._connection() as conn:
+            await conn.set_autocommit(True)
+            try:
+                for table in ("turns", "embeddings"):
+                    await conn.execute(f"VACUUM {table}")
+            finally:
+                await conn.set_autocommit(False)
+        return rewritten
 
     async def data_version(self) -> int:
         """The count of committed writes of turns, by any process on any machine."""

@@ -169,6 +169,28 @@ def test_the_cli_remembers_recalls_exports_and_forgets_on_a_url(cli_env, tmp_pat
     assert "staging database moved" not in capsys.readouterr().out
 
 
+def test_redact_apply_rewrites_turns_on_a_url_and_search_follows(cli_env, capsys, monkeypatch):
+    from smartsearch_mcp.cli import main
+
+    secret = "ghp_" + "R8x2Kq7LmN3pV9sT1wY4zA6bC0dE5fG2hJ7k"
+    verbatim = Path(os.environ["SMARTSEARCH_CONFIG"]).with_name("verbatim.toml")
+    verbatim.write_text(LEXICAL_TOML + "\n[store]\nredact_secrets = false\n")
+    assert main(["remember", f"the CI token is {secret}", "--config", str(verbatim)]) == 0
+    assert main(["remember", "the staging database moved to port 6543"]) == 0
+    capsys.readouterr()
+    assert main(["redact", "--apply", "--yes"]) == 0
+    assert "rewrote 1 turn " in capsys.readouterr().out
+    assert main(["grep", "ghp_"]) == 0
+    assert secret not in capsys.readouterr().out
+    assert main(["recall", "--local", "--json", "which CI token"]) == 0
+    texts = [p["text"] for p in json.loads(capsys.readouterr().out)["passages"]]
+    assert "the CI token is [REDACTED:github-token]" in texts
+    assert main(["doctor", "--skip-models"]) == 0  # BM25 totals and index still consistent
+    assert "integrity check passed" in capsys.readouterr().out
+    assert main(["redact"]) == 0
+    assert "no secrets found" in capsys.readouterr().out
+
+
 async def test_a_read_only_database_like_a_replica_serves_reads_and_refuses_writes_clearly(
     postgres_url,
 ):
