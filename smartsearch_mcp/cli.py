@@ -1265,11 +1265,20 @@ def _cmd_migrate(args: argparse.Namespace, config: Config) -> int:
                 max_turns_per_call=store_config.max_turns_per_call,
                 max_text_chars=store_config.max_text_chars,
                 max_call_chars=store_config.max_call_chars,
+                redact_secrets=store_config.redact_secrets,
+                verbatim_namespaces=store_config.verbatim_namespaces,
             )
             try:
                 report = await copy_memory(source, target, batch=args.batch)
-                # a copy keeps the bytes as stored: say when they hold secrets
-                _, holding, _ = await stored_secrets(target, None)
+                # rows are copied as stored: turns an earlier release (or a memory with
+                # redaction off) stored with secrets are redacted in the copy, as remember would
+                redacted = 0
+                if config.store.redact_secrets:
+                    _, holding, _ = await stored_secrets(target, None)
+                    holding = [(t, x) for t, x in holding if target.redacts(t.namespace)]
+                    if holding:
+                        turns, texts = zip(*holding, strict=True)
+                        redacted = await target.rewrite_texts(list(turns), list(texts))
             finally:
                 await target.close()
         finally:
@@ -1281,11 +1290,11 @@ def _cmd_migrate(args: argparse.Namespace, config: Config) -> int:
             f"copied {copied}; verified: both hold {counted}",
             file=sys.stderr,
         )
-        if holding and config.store.redact_secrets:
+        if redacted:
             print(
-                f"{_plural(len(holding), 'turn')} copied as stored hold secrets (stored "
-                "by an earlier release or with redaction off): run `smartsearch-mcp redact "
-                f"--apply --db {_quote(describe_database(args.target))}` to replace them",
+                f"secrets replaced by [REDACTED:…] in {_plural(redacted, 'turn')} of the copy "
+                "(the source holds them as stored: `smartsearch-mcp redact --apply` there; "
+                "store.redact_secrets = false keeps them)",
                 file=sys.stderr,
             )
         return 0
