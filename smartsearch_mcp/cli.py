@@ -482,15 +482,14 @@ def _cmd_serve(args: argparse.Namespace, config: Config) -> int:
         cli_socket=not args.no_cli_socket,
     )
     log.info("serving %s (config: %s; %s)", describe_database(db), config.source, choice.describe())
-    if access is not None:
-        _serve_http(args, http_app(server, access), access, limits, sockets)
-        return 0
-    _announce(
-        f"smartsearch-mcp {__version__} serving MCP over stdio: database "
-        f"{describe_database(db)}, config "
-        f"{config.source}, namespace {namespace or config.scope.default_namespace} "
-        "(Ctrl-C stops it)"
+    serving = (
+        f"database {describe_database(db)}, config {config.source}, namespace "
+        f"{namespace or config.scope.default_namespace} (Ctrl-C stops it)"
     )
+    if access is not None:
+        _serve_http(args, http_app(server, access), access, limits, sockets, serving)
+        return 0
+    _announce(f"smartsearch-mcp {__version__} serving MCP over stdio: {serving}")
     # 0 when the client closed stdin, 130 on Ctrl-C (SIGINT), as shells report it.
     status = anyio.run(run_stdio, server)
     log.info("stopped")
@@ -531,6 +530,7 @@ def _serve_http(
     access: HttpAccess,
     limits: HttpLimits,
     sockets: list[socket.socket],
+    serving: str,
 ) -> None:
     """Run uvicorn on the bound `sockets` with the guarded protocol, after telling the user
     what they must know (a generated token, the Host names a wildcard bind accepts)."""
@@ -552,11 +552,10 @@ def _serve_http(
     )
     for notice in start_notices(access, args.port):
         print(notice, file=sys.stderr, flush=True)
-    log.warning(
-        "serving MCP over HTTP at http://%s:%d/mcp (%s)",
-        args.host,
-        args.port,
-        "bearer token required" if access.token else "no token",
+    token = "bearer token required" if access.token else "no token"
+    _announce(
+        f"smartsearch-mcp {__version__} serving MCP over HTTP at "
+        f"http://{args.host}:{args.port}/mcp ({token}): {serving}"
     )
     try:
         anyio.run(functools.partial(uvicorn.Server(settings).serve, sockets=sockets))

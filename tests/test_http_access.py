@@ -245,6 +245,11 @@ async def test_a_loopback_server_without_a_token_makes_one_and_says_how_to_send_
                     )
     assert anonymous.status_code == 401
     assert authorized.status_code == 200, authorized.text
+    # one plain line, as stdio's: where it serves, the database, config and namespace
+    (started,) = [line for line in log_path.read_text().splitlines() if "serving MCP" in line]
+    assert started.startswith("smartsearch-mcp ") and "WARNING" not in started
+    assert f"{base}/mcp" in started and str(tmp_path / "m.db") in started
+    assert ", config " in started and ", namespace " in started
 
 
 def test_a_port_in_use_is_one_clear_error_before_anything_opens(tmp_path: Path) -> None:
