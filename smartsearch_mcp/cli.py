@@ -1022,7 +1022,7 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
 
     async def run() -> int:
         memory = await _open_memory(args, config)
-        stored = skipped = sessions = redacted = 0
+        stored = skipped = sessions = redacted = dated = 0
         filled: dict[str, int] = {}
         try:
             explicit = resolve_namespace(args, config) if args.namespace else None
@@ -1038,6 +1038,7 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
                     stored += result.stored
                     skipped += result.duplicates_skipped
                     redacted += result.secrets_redacted
+                    dated += result.dated_now
                     filled[result.namespace] = filled.get(result.namespace, 0) + result.stored
                     progress.update(len(batch))
                 sessions += 1
@@ -1048,7 +1049,12 @@ def _cmd_import(args: argparse.Namespace, config: Config) -> int:
             f"imported {_plural(stored, 'turn')} in {_plural(sessions, 'session')} "
             f"({_plural(skipped, 'duplicate')} skipped) into {memory.store.path}, "
             + _namespaces_filled(filled)
-            + (f"; {_plural(redacted, 'secret')} stored as [REDACTED:…]" if redacted else ""),
+            + (f"; {_plural(redacted, 'secret')} stored as [REDACTED:…]" if redacted else "")
+            + (
+                f"; {_plural(dated, 'turn')} without a timestamp dated now, when imported"
+                if dated
+                else ""
+            ),
             file=sys.stderr,
         )
         if stored and memory.pipeline.indexes_in_background():

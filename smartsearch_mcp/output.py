@@ -42,6 +42,11 @@ class RememberOutput(BaseModel):
         description="Secrets (API keys, tokens, private keys, passwords) in the turns that "
         "were stored as [REDACTED:<kind>] placeholders instead.",
     )
+    dated_now: int = Field(
+        default=0,
+        description="Turns given without a timestamp: dated with the time they were stored "
+        "(give each turn's own timestamp for an older conversation).",
+    )
 
 
 class PassageOut(BaseModel):

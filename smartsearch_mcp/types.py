@@ -96,6 +96,7 @@ class RememberResult:
     stored: int
     duplicates_skipped: int
     secrets_redacted: int = 0  # secrets replaced by placeholders (redact.py), never shown
+    dated_now: int = 0  # turns given without a timestamp, dated with the time of storing
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,6 +85,17 @@ def test_importing_the_same_file_twice_skips_duplicates(env, capsys):
     assert "imported 0 turns" in capsys.readouterr().err
 
 
+def test_an_import_says_how_many_turns_it_dated_now(env, capsys, tmp_path):
+    records = [
+        {"text": "We fly to Lisbon on 3 June.", "timestamp": "2024-05-01T10:00:00Z"},
+        {"text": "And back on the 9th."},
+    ]
+    source = tmp_path / "turns.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0
+    assert "1 turn without a timestamp dated now" in capsys.readouterr().err
+
+
 def test_an_explicit_namespace_wins_over_the_one_an_import_file_names(env, capsys):
     source = FIXTURES / "exports" / "turns.jsonl"
     assert main(["import", str(source), "--format", "jsonl", "--no-progress"]) == 0

@@ -216,6 +216,7 @@ def test_secrets_captured_imported_or_remembered_never_reach_the_disk(
 
     remembered = anyio.run(through_the_tool)
     assert remembered["secrets_redacted"] == len(SECRETS) + 3
+    assert remembered["dated_now"] == 1  # a note without a timestamp: dated when stored
     exported = tmp_path / "export.jsonl"
     cli("export", "--all", "--db", str(db), "--config", str(config), "-o", str(exported))
 

@@ -284,6 +284,7 @@ class PostgresStore(TurnChecks, SharedReads):
         given_session = check_name("session_id", session_id) if session_id else None
         prepared = await anyio.to_thread.run_sync(self.check_turns, turns, namespace)
         redacted = sum(p.secrets_redacted for p in prepared)
+        dated_now = sum(p.dated_now for p in prepared)
         _refuse_nul(prepared)
         digest = call_digest(namespace, given_session, prepared)
         created_at = now()
@@ -297,6 +298,7 @@ class PostgresStore(TurnChecks, SharedReads):
                     stored=0,
                     duplicates_skipped=len(known_ids),
                     secrets_redacted=redacted,
+                    dated_now=dated_now,
                 )
             session = given_session or session or new_session_id()
             await cur.execute(
@@ -345,6 +347,7 @@ class PostgresStore(TurnChecks, SharedReads):
             stored=len(rows),
             duplicates_skipped=len(prepared) - len(rows),
             secrets_redacted=redacted,
+            dated_now=dated_now,
         )
 
     async def _recorded_call(

@@ -254,6 +254,7 @@ class SQLiteStore(TurnChecks, SharedReads):
         # event loop (shared by every client of a server) must not wait on.
         prepared = await anyio.to_thread.run_sync(self.check_turns, turns, namespace)
         redacted = sum(p.secrets_redacted for p in prepared)
+        dated_now = sum(p.dated_now for p in prepared)
         digest = call_digest(namespace, given_session, prepared)
         created_at = now()
         async with self._write_transaction() as db:
@@ -266,6 +267,7 @@ class SQLiteStore(TurnChecks, SharedReads):
                     stored=0,
                     duplicates_skipped=len(known_ids),
                     secrets_redacted=redacted,
+                    dated_now=dated_now,
                 )
             session = given_session or session or new_session_id()
             async with db.execute(
@@ -315,6 +317,7 @@ class SQLiteStore(TurnChecks, SharedReads):
             stored=len(rows),
             duplicates_skipped=len(prepared) - len(rows),
             secrets_redacted=redacted,
+            dated_now=dated_now,
         )
 
     async def _recorded_call(

@@ -46,6 +46,7 @@ class PreparedTurn:
     metadata_json: str
     content_hash: str
     secrets_redacted: int = 0
+    dated_now: bool = False  # given no timestamp: dated with the time it was stored
 
 
 class TurnChecks:
@@ -144,6 +145,7 @@ class TurnChecks:
         # (The identity keeps the form it had before timestamps were stored in UTC with "Z",
         # so turns stored then are recognised when sent again.)
         identity = [speaker, text, None if turn.timestamp_generated else timestamp]
+        dated_now = timestamp is None
         if timestamp is None:
             timestamp = now()
         else:
@@ -162,7 +164,7 @@ class TurnChecks:
             raise InputError(f"{where}{dot}metadata is nested too deeply") from exc
         digest = identity_hash(identity)
         return PreparedTurn(
-            speaker, role, text, timestamp, timestamp_raw, metadata_json, digest, secrets
+            speaker, role, text, timestamp, timestamp_raw, metadata_json, digest, secrets, dated_now
         )
 
 
