@@ -49,6 +49,7 @@ class Snippet:
     start: int  # where the snippet starts in the turn
     match_start: int
     match_end: int
+    reaches_end: bool = False  # the snippet runs to the end of the turn's text
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,7 +319,8 @@ class GrepScan:
                 if match.end() == match.start():
                     continue  # empty matches (e.g. "a*") say nothing about the text
                 count += 1
-                if len(snippets) < MAX_SNIPPETS:
+                shown = snippets and match.end() <= snippets[-1].start + len(snippets[-1].text)
+                if len(snippets) < MAX_SNIPPETS and not shown:  # not a snippet already shown
                     snippets.append(_snippet(text, match.start(), match.end()))
                 if count >= _COUNT_CAP:
                     break
@@ -338,4 +340,4 @@ def _snippet(text: str, start: int, end: int) -> Snippet:
     begin = max(0, start - context)
     finish = min(len(text), max(start + length + context, begin + SNIPPET_CHARS))
     finish = min(finish, begin + SNIPPET_CHARS)
-    return Snippet(text[begin:finish], begin, start, min(end, finish))
+    return Snippet(text[begin:finish], begin, start, min(end, finish), finish == len(text))

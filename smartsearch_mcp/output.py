@@ -102,6 +102,7 @@ class SnippetOut(BaseModel):
     start: int = Field(description="Character offset of the snippet in the turn's text.")
     match_start: int
     match_end: int
+    reaches_end: bool = Field(default=False, description="The snippet runs to the turn's end.")
 
 
 class GrepMatchOut(BaseModel):
@@ -270,7 +271,12 @@ def format_grep(output: GrepOutput) -> str:
                 f"\n[{when}] {who} (turn {match.id}, session {match.session_id}{where}, "
                 f"{match.match_count} {'match' if match.match_count == 1 else 'matches'})"
             )
-            lines.extend(f"  …{snippet.text}…" for snippet in match.snippets)
+            lines.extend(
+                # "…" only where the turn goes on: a short turn is shown whole, unmarked
+                f"  {'…' if snippet.start else ''}{snippet.text}"
+                f"{'' if snippet.reaches_end else '…'}"
+                for snippet in match.snippets
+            )
     lines.extend(f"warning: {w}" for w in output.warnings)
     return "\n".join(lines)
 

@@ -75,6 +75,20 @@ def test_output_is_capped_in_turns_snippets_and_snippet_length():
         assert all(len(s.text) <= grep_rules.SNIPPET_CHARS for s in hit.snippets)
 
 
+def test_a_short_turn_is_one_unmarked_snippet_and_a_long_one_is_marked_where_cut():
+    from smartsearch_mcp.output import format_grep, grep_output
+
+    short = "the port moved to 6543, then back to port 5432"
+    long = "x " * 300 + "port 6543 " + "y " * 300
+    result = _scan("port", [short, long])
+    first, _ = result.hits
+    assert len(first.snippets) == 1 and first.match_count == 2  # one snippet shows both
+    text = format_grep(grep_output(result))
+    assert f"  {short}\n" in text + "\n"  # whole: no "…" around it
+    assert next(line for line in text.splitlines() if "6543 y" in line).startswith("  …")
+    assert text.rstrip().endswith("…")
+
+
 @given(st.text(min_size=1, max_size=30), st.text(max_size=300))
 @settings(max_examples=200, deadline=None)
 def test_every_snippet_contains_its_match_and_lies_inside_the_turn(pattern: str, text: str):
