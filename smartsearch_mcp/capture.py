@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -138,10 +138,15 @@ def event_turns(event: HookEvent, now: datetime) -> tuple[list[TurnInput], list[
 
 
 def plan_new_turns(
-    existing: Sequence[Turn], transcript: Sequence[TurnInput], payload: Sequence[TurnInput]
+    existing: Sequence[Turn],
+    transcript: Sequence[TurnInput],
+    payload: Sequence[TurnInput],
+    as_stored: Callable[[str], str] = str,
 ) -> list[TurnInput]:
     """The turns to store: transcript lines and payload turns not stored yet (see the module
-    docstring for how a turn is recognised)."""
+    docstring for how a turn is recognised). `as_stored` turns a text into what the store
+    keeps of it (secrets redacted) before it is compared with stored turns; only the turns
+    not recognised by their key get there."""
     known_keys = {t.metadata.get("capture_key") for t in existing} - {None}
     pending = [
         (t.role, t.text, _moment(t.timestamp))
@@ -154,7 +159,7 @@ def plan_new_turns(
         key = (turn.metadata or {}).get("capture_key")
         if key is not None and key in known_keys:
             continue
-        entry = (turn.role or "", turn.text, _moment(turn.timestamp))
+        entry = (turn.role or "", as_stored(turn.text), _moment(turn.timestamp))
         match = _find_same(pending, entry)
         if match is not None:
             pending.pop(match)
@@ -168,14 +173,15 @@ def plan_new_turns(
         if key is not None and key in known_keys:
             continue
         entry = (turn.role or "", turn.text, _moment(turn.timestamp))
+        kept = (entry[0], as_stored(turn.text), entry[2])
         if (
-            _find_same(seen, entry) is not None
+            _find_same(seen, kept) is not None
             or _find_same([(t.role or "", t.text, _moment(t.timestamp)) for t in transcript], entry)
             is not None
         ):
             continue
         new.append(turn)
-        seen.append(entry)
+        seen.append(kept)
     return new
 
 
@@ -188,14 +194,12 @@ async def capture_event(
     """Store what `event` adds to its session; None when nothing is new."""
     moment = now or datetime.now(UTC)
     transcript, payload = event_turns(event, moment)
-    if store.redacts(namespace):  # compared with stored turns, whose secrets are redacted
-        transcript, payload = _redacted(transcript), _redacted(payload)
     session_id = session_key(event)
     try:
         existing = await store.session_turns(namespace, session_id)
     except NotFoundError:
         existing = []
-    new = plan_new_turns(existing, transcript, payload)
+    new = plan_new_turns(existing, transcript, payload, _as_stored(store, namespace))
     if not new:
         return None
     result: RememberResult | None = None
@@ -204,10 +208,13 @@ async def capture_event(
     return result
 
 
-def _redacted(turns: Sequence[TurnInput]) -> list[TurnInput]:
+def _as_stored(store: Store, namespace: str) -> Callable[[str], str]:
+    """What `store` keeps of a text in `namespace`: its secrets redacted, or the text."""
+    if not store.redacts(namespace):
+        return str
     from smartsearch_mcp.redact import redact
 
-    return [replace(t, text=redact(t.text).text) if isinstance(t.text, str) else t for t in turns]
+    return lambda text: redact(text).text
 
 
 def _find_same(
