@@ -1540,9 +1540,9 @@ def client_config_text(
     """The snippets `install` would write, for adding the server by hand, with a database
     URL's password masked (the text is printed, and may be pasted into an issue)."""
     from smartsearch_mcp.install import server_namespace
-    from smartsearch_mcp.store.postgres_url import MASK, is_postgres_url, mask_url, passwords
+    from smartsearch_mcp.store.postgres_url import MASK, mask_url
 
-    secret = is_postgres_url(db) and bool(passwords(db))
+    secret = _url_password(db)
     db = mask_url(db) if secret else db
 
     def entry(client: str) -> str:

@@ -134,12 +134,6 @@ def redact(text: str) -> Redacted:
     return Redacted("".join(pieces), tuple(kinds))
 
 
-def kinds() -> list[str]:
-    """Every kind of secret redacted (the placeholders' names)."""
-    names = [rule.kind for rule in _rules()]
-    return list(dict.fromkeys([*names, "private-key", "bearer-token", "password", "secret"]))
-
-
 def _spans(text: str) -> Iterator[tuple[int, int, str]]:
     for match in _PRIVATE_KEY.finditer(text):
         yield match.start(), _private_key_end(text, match.end()), "private-key"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -168,15 +167,7 @@ def _on_disk(folder: Path) -> bytes:
 
 
 def _hook(env: dict[str, str], kind: str, payload: dict[str, object]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "smartsearch_mcp", "hook", "claude-code", kind],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = run_cli(["hook", "claude-code", kind], env=env, input=json.dumps(payload), timeout=120)
     assert done.returncode == 0, done.stderr
 
 
