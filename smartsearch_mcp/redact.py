@@ -224,9 +224,9 @@ def _library_patterns() -> list[tuple[str, str, int]]:
 
 
 def _cache_dir() -> Path:
-    import platformdirs
+    from smartsearch_mcp.paths import user_cache_dir
 
-    return Path(platformdirs.user_cache_dir("smartsearch-mcp", appauthor=False))
+    return user_cache_dir()
 
 
 def _is_placeholder(text: str, start: int) -> bool:

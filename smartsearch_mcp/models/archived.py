@@ -106,9 +106,9 @@ def archived_model(name: str) -> ArchivedModel | None:
 
 def default_cache_root() -> Path:
     """Where unpacked models live: the platform's user cache dir (~/.cache/smartsearch-mcp)."""
-    import platformdirs
+    from smartsearch_mcp.paths import user_cache_dir
 
-    return Path(platformdirs.user_cache_dir("smartsearch-mcp", appauthor=False)) / "models"
+    return user_cache_dir() / "models"
 
 
 def unpacked_dir(model: ArchivedModel, cache_root: Path) -> Path:
