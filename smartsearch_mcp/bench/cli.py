@@ -151,6 +151,23 @@ def build_parser() -> argparse.ArgumentParser:
         "path", nargs="?", default=None, help="a small-memories JSON file (default: built in)"
     )
     small.set_defaults(handler=_cmd_small)
+    agent = sub.add_parser(
+        "agent",
+        parents=[common],
+        help="memories like agents store (coding sessions, team channels, chats): per kind",
+    )
+    agent.add_argument(
+        "path", nargs="?", default=None, help="an agent-memories JSON file (default: built in)"
+    )
+    agent.add_argument(
+        "--check", action="store_true", help="only verify the file's gold and superseded labels"
+    )
+    agent.add_argument(
+        "--ablate",
+        action="store_true",
+        help="also run with each post-fusion adjustment off, one at a time",
+    )
+    agent.set_defaults(handler=_cmd_agent)
     inject = sub.add_parser(
         "inject",
         parents=[common],
@@ -380,6 +397,58 @@ def _cmd_small(
             "config_name": name,
             "summary": summary,
             "questions": [asdict(o) for o in outcomes],
+        },
+    )
+    (out_dir / "summary.md").write_text(report, encoding="utf-8")
+    print(report)
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _cmd_agent(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from dataclasses import asdict
+
+    from smartsearch_mcp.bench import agent
+    from smartsearch_mcp.bench.results import default_out_dir, now_iso, write_results
+
+    memories = agent.load_memories(args.path)
+    problems = agent.check_memories(memories)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        raise InputError(f"{len(problems)} label problem(s) in the agent memories; see above")
+    if args.check:
+        questions = sum(len(m.get("questions", [])) for m in memories)
+        print(f"{len(memories)} memories, {questions} questions: every label holds")
+        return 0
+    started = time.perf_counter()
+    name = Path(config_name).stem if config_name else "default"
+    runs = {"as configured": config}
+    if args.ablate:
+        runs.update(agent.ablations(config))
+    results: dict[str, Any] = {}
+    report = ""
+    for label, run_config in runs.items():
+        outcomes = anyio.run(agent.run_agent, run_config, memories)
+        summary = agent.summarize_agent(outcomes)
+        results[label] = {"summary": summary, "questions": [asdict(o) for o in outcomes]}
+        if not report:
+            report = agent.format_agent(summary, outcomes, name)
+        print(f"{label}: done", file=sys.stderr)
+    if args.ablate:
+        report += "\n" + agent.format_ablation({k: v["summary"] for k, v in results.items()})
+    out_dir = Path(args.out) if args.out else default_out_dir("agent", config_name)
+    write_results(
+        out_dir,
+        {
+            "bench": "agent",
+            "command": command_line(argv, config_name),
+            "created": now_iso(),
+            "elapsed_s": round(time.perf_counter() - started, 1),
+            "config_name": name,
+            "runs": results,
         },
     )
     (out_dir / "summary.md").write_text(report, encoding="utf-8")
