@@ -65,6 +65,14 @@ class PassageOut(BaseModel):
     metadata: dict[str, Any]
     start: int = Field(description="Character offset of the passage in the turn's text.")
     end: int
+    superseded_by: int | None = Field(
+        default=None,
+        description="A later turn that gives a new value for what this passage says (a date "
+        "moved, a vendor replaced, a port changed): this one is no longer current.",
+    )
+    superseded_at: str | None = Field(
+        default=None, description="When the superseding turn was said."
+    )
 
 
 class HopOut(BaseModel):
@@ -191,6 +199,8 @@ def _passage_out(scored: Scored, confidence: float) -> PassageOut:
         metadata=turn.metadata,
         start=passage.start,
         end=passage.end,
+        superseded_by=None if scored.superseded_by is None else scored.superseded_by.turn_id,
+        superseded_at=None if scored.superseded_by is None else scored.superseded_by.timestamp,
     )
 
 

@@ -158,14 +158,25 @@ class Candidate:
 
 
 @dataclass(frozen=True, slots=True)
+class Successor:
+    """The later turn that gives a new value for what a passage says: the passage is no
+    longer current (see rank.prefer_later_restatements)."""
+
+    turn_id: int
+    timestamp: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Scored:
-    """A candidate after ranking: its fused score, each ranker's raw score, and how sure the
-    ranking is of it (0 to 1; None until computed, see rank.ranking_confidence)."""
+    """A candidate after ranking: its fused score, each ranker's raw score, how sure the
+    ranking is of it (0 to 1; None until computed, see rank.ranking_confidence), and the
+    later turn that superseded it, when one did."""
 
     candidate: Candidate
     score: float
     ranker_scores: dict[str, float] = field(default_factory=dict)
     confidence: float | None = None
+    superseded_by: Successor | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,9 +114,13 @@ def _whole_turns(passages: Sequence[Passage]) -> list[bool]:
 
 def continues_burst(before: Passage, after: Passage, seconds: int) -> bool:
     """Whether `after` continues the burst `before` is in: the next turn of the session, by
-    the same named speaker, at most `seconds` later."""
+    the same named speaker, at most `seconds` later, neither of them an assistant's (an AI
+    assistant's messages in a row are split by its tool calls, each a statement of its own,
+    not one thought typed in pieces)."""
     first, second = before.turn, after.turn
     if (first.namespace, first.session_id) != (second.namespace, second.session_id):
+        return False
+    if first.role == "assistant" or second.role == "assistant":
         return False
     if second.position != first.position + 1 or not first.speaker:
         return False

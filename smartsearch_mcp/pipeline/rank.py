@@ -30,8 +30,13 @@ from smartsearch_mcp.pipeline.fusion import (
     with_lifted_scores,
 )
 from smartsearch_mcp.pipeline.passages import asks_only
-from smartsearch_mcp.pipeline.updates import shares_a_subject, states_a_change
-from smartsearch_mcp.types import Candidate, Scored, Turn
+from smartsearch_mcp.pipeline.updates import (
+    gives_a_new_value,
+    shares_a_subject,
+    states_a_change,
+    values_of,
+)
+from smartsearch_mcp.types import Candidate, Scored, Successor, Turn
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +226,11 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
                 answered = _best_of_user_run(first_passage, turn, answered)
         if answered is not None and credit * item.score > raised[answered]:
             raised[answered] = credit * item.score
-            order_key[answered] = index - 0.5
+            # just ahead of the reply when it says what the reply restates, else just after
+            # it: the reply holds what the turn only asked for ("use 9090" / "Moved the API
+            # to 9090: ..."), and the turn still comes with it
+            ahead = restates(scored[answered], item)
+            order_key[answered] = index - 0.5 if ahead else index + 0.5
             # ...and is as certain as the reply that lifted it
             if item.confidence is not None:
                 sure[answered] = max(sure[answered] or 0.0, credit * item.confidence)
@@ -252,20 +261,38 @@ def discount_echoes(scored: Sequence[Scored], discount: float) -> list[Scored]:
     """
     if discount <= 0 or not scored:
         return list(scored)
-    said = {
-        (item.candidate.passage.turn.namespace, item.candidate.passage.turn.session_id,
-         item.candidate.passage.turn.position)
-        for item in scored
-        if item.candidate.passage.turn.role == "user"
-    }  # fmt: skip
-    echoes = [_replies_to_one_of(item.candidate.passage.turn, said) for item in scored]
+    said: dict[tuple[str, str, int], Scored] = {}
+    for item in scored:
+        turn = item.candidate.passage.turn
+        key = (turn.namespace, turn.session_id, turn.position)
+        if turn.role == "user" and (
+            key not in said or item.candidate.lexical_score > said[key].candidate.lexical_score
+        ):
+            said[key] = item
+    echoes = []
+    for item in scored:
+        turn = item.candidate.passage.turn
+        replied = said.get((turn.namespace, turn.session_id, turn.position - 1))
+        echoes.append(turn.role == "assistant" and replied is not None and restates(replied, item))
     return _lower_flagged(scored, discount, echoes)
 
 
-def _replies_to_one_of(turn: Turn, said: set[tuple[str, str, int]]) -> bool:
-    """Whether `turn` is an assistant's, said just after one of the user turns `said`."""
-    key = (turn.namespace, turn.session_id, turn.position - 1)
-    return turn.role == "assistant" and key in said
+# A reply restates the turn it answers when that turn holds at least this share of the
+# reply's match of the question's words (the grep score).
+RESTATED_SHARE = 0.5
+
+
+def restates(said: Scored, reply: Scored) -> bool:
+    """Whether `reply` restates the user turn `said` as far as the question goes: the turn
+    matches the question's words about as well as the reply does. A reply that matches words
+    the turn lacks ("switch to something async" answered by "replaced requests with
+    httpx.AsyncClient") holds what the turn only asked for; a turn that matches nothing ("ok
+    do 1 now") holds nothing the reply lacks. Neither is an echo, and the turn earns no
+    credit from the reply."""
+    if said.candidate.lexical_score >= RESTATED_SHARE * reply.candidate.lexical_score:
+        return True
+    meaning = [item.ranker_scores.get("bi_encoder") for item in (said, reply)]
+    return None not in meaning and meaning[0] >= meaning[1]  # type: ignore[operator]
 
 
 def discount_later_slices(scored: Sequence[Scored], discount: float) -> list[Scored]:
@@ -398,6 +425,7 @@ def prefer_later_restatements(
     min_confidence: float = SUPERSEDE_CONFIDENCE,
     within_session: bool = False,
     asked: Collection[str] | None = None,
+    value_asked: bool = True,
 ) -> list[Scored]:
     """Current facts first: among the first `SUPERSEDE_WINDOW` passages, a turn said in a
     later session than a higher-ranked one about the same thing — similarity[i][j] (in the
@@ -407,37 +435,60 @@ def prefer_later_restatements(
     was (moving it just below instead pushed every passage between them down, and under a
     tight budget a long one into it: BEAM chats 7–9 −1.9 points at 1,500 tokens).
     With `needs_change` only a later turn that says something changed
-    (`updates.states_a_change`) moves, and with `same_speaker` only one said by the same
-    person (speaker and role) as the earlier turn: people update their own statements, while
-    a later turn of someone else on the topic is conversation. With `within_session` a later
-    turn of the same session may supersede too ("omg you're right, changed it to lemon"):
-    meant with `needs_change`, since turns of one session follow each other on one topic.
+    (`updates.states_a_change`) or gives a new value of a kind the earlier gives (another
+    date, amount, time or number: `updates.gives_a_new_value`; only when `value_asked`, the
+    question asks for a value: `updates.asks_for_a_value`) supersedes, and with
+    `same_speaker` only one said by the same person (speaker and role) as the earlier turn:
+    people update their own statements, while a later turn of someone else on the topic is
+    conversation. With `within_session` a later turn of the same session may supersede too
+    ("omg you're right, changed it to lemon"): meant with `needs_change`, since turns of one
+    session follow each other on one topic.
     With `asked` (the stems of the question's terms) the later turn must also be about what
     the earlier says — name every word of the question the earlier names, or share another
     content word with it (`updates.shares_a_subject`): the question's own words make any two
     of its passages look alike.
+    Each passage of the window that a later one supersedes says so (`Scored.superseded_by`:
+    the latest such turn), whichever of the two ranks first.
     threshold <= 0 returns the input unchanged.
     """
     if threshold <= 0 or len(scored) < 2:
         return list(scored)
     window = min(SUPERSEDE_WINDOW, len(scored))
+    values: dict[int, dict[str, frozenset[str]]] = {}
+    decided: dict[tuple[int, int], bool] = {}
+
+    def values_at(k: int) -> dict[str, frozenset[str]]:
+        if k not in values:
+            passage = scored[k].candidate.passage
+            values[k] = values_of(passage.text, passage.turn.timestamp or "")
+        return values[k]
+
+    def supersedes(j: int, i: int) -> bool:
+        if (j, i) not in decided:
+            decided[j, i] = _supersedes_in(scored, j, i, similarity[i][j])
+        return decided[j, i]
+
+    def _supersedes_in(items: Sequence[Scored], j: int, i: int, similar: float) -> bool:
+        later, earlier = items[j], items[i]
+        if not _supersedes(later, earlier, similar, threshold, min_confidence, within_session):
+            return False
+        if same_speaker and not _same_speaker(later, earlier):
+            return False
+        if needs_change and not (
+            states_a_change(later.candidate.passage.turn.text)
+            or (value_asked and gives_a_new_value(values_at(j), values_at(i)))
+        ):
+            return False
+        return asked is None or shares_a_subject(
+            later.candidate.passage.text, earlier.candidate.passage.text, asked
+        )
+
     order = list(range(len(scored)))
     scores = [item.score for item in scored]
     for j in range(1, window):
-        later = scored[j]
         for position in range(order.index(j)):
             i = order[position]
-            if i >= window or not _supersedes(
-                later, scored[i], similarity[i][j], threshold, min_confidence, within_session
-            ):
-                continue
-            if needs_change and not states_a_change(later.candidate.passage.turn.text):
-                continue
-            if same_speaker and not _same_speaker(later, scored[i]):
-                continue
-            if asked is not None and not shares_a_subject(
-                later.candidate.passage.text, scored[i].candidate.passage.text, asked
-            ):
+            if i >= window or not supersedes(j, i):
                 continue
             # the two trade places (and scores): the passages between them keep theirs, so
             # what fits the budget is the same set of passages, only the order changes
@@ -445,13 +496,24 @@ def prefer_later_restatements(
             order[position], order[at] = j, i
             scores[i], scores[j] = scores[j], scores[i]
             break
-    out = [
+    successors: dict[int, Successor] = {}
+    for i in range(window):
+        for j in range(window):
+            if j == i or not supersedes(j, i):
+                continue
+            turn = scored[j].candidate.passage.turn
+            known = successors.get(i)
+            if known is None or (turn.timestamp or "", turn.id) > (
+                known.timestamp or "",
+                known.turn_id,
+            ):
+                successors[i] = Successor(turn.id, turn.timestamp)
+    return [
         scored[k]
-        if scores[k] == scored[k].score
-        else dataclasses.replace(scored[k], score=scores[k])
+        if scores[k] == scored[k].score and k not in successors
+        else dataclasses.replace(scored[k], score=scores[k], superseded_by=successors.get(k))
         for k in order
     ]
-    return out
 
 
 def _same_speaker(a: Scored, b: Scored) -> bool:

@@ -69,6 +69,7 @@ from smartsearch_mcp.pipeline.token_vectors import (
     stores_tokens,
 )
 from smartsearch_mcp.pipeline.truncate import Truncation, truncate_to_budget
+from smartsearch_mcp.pipeline.updates import asks_for_a_value
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
@@ -646,6 +647,7 @@ class RecallPipeline:
             rank.supersede_confidence,
             rank.supersede_within_session,
             asked={light_stem(term.term) for term in analysis.terms},
+            value_asked=asks_for_a_value(analysis.query),
         )
 
     async def _score_expensive(

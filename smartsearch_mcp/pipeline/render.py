@@ -73,12 +73,18 @@ def session_heading(session_id: str, namespace: str | None, day: str) -> str:
 
 def passage_line(scored: Scored, clock: str = "") -> str:
     """One passage as the agent reads it: `clock`, the time of day, when given (the heading
-    has the date), speaker, `#` turn id (what `forget` takes), text."""
+    has the date), speaker, `#` turn id (what `forget` takes), text, and the later turn that
+    superseded it when one did ("(superseded by #41, 2026-11-25)")."""
     passage = scored.candidate.passage
     turn = passage.turn
     who = turn.speaker or turn.role
     when = f"[{clock}] " if clock else ""
-    return f"{when}{who} #{turn.id}: {passage.text}"
+    line = f"{when}{who} #{turn.id}: {passage.text}"
+    later = scored.superseded_by
+    if later is not None:
+        day = f", {later.timestamp[:10]}" if later.timestamp else ""
+        line += f" (superseded by #{later.turn_id}{day})"
+    return line
 
 
 def hop_line(hop: Hop) -> str:

@@ -164,7 +164,7 @@ def _clip(item: Scored, limit: int, counter: TokenCounter) -> Scored | None:
         return None
     shorter = Passage(turn=passage.turn, start=passage.start, end=passage.start + end)
     candidate = dataclasses.replace(item.candidate, passage=shorter)
-    return Scored(candidate=candidate, score=item.score, ranker_scores=dict(item.ranker_scores))
+    return dataclasses.replace(item, candidate=candidate, ranker_scores=dict(item.ranker_scores))
 
 
 def _longest_fitting(

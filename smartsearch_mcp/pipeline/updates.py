@@ -4,8 +4,10 @@
 Similarity between two turns of different sessions does not tell an update from a
 conversation coming back to a topic (measured: on LoCoMo it moved the wrong turns first, see
 docs/bench/adaptive-truncation.md). A restatement that supersedes an earlier one usually says
-so, with a verb or adverb of change; `states_a_change` looks for one. English only, like the
-other lexical rules of the pipeline.
+so, with a verb or adverb of change (`states_a_change`), or it gives a new value of a kind
+the earlier gave — another date, amount, time of day or number ("Final answer: launch is
+December 9" after "launch date is November 18"; "budget goes back down to $48k" after "$55k";
+`gives_a_new_value`). English only, like the other lexical rules of the pipeline.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from collections.abc import Collection
 
 from smartsearch_mcp.pipeline.analyze import distinct_words, is_stopword, light_stem
+from smartsearch_mcp.pipeline.dated import text_date_bounds
 
 # A change reported as done: a verb of change in the past tense or participle ("moved to",
 # "we switched", "got cancelled") or an adverb of replacement. Base forms and nouns are left
@@ -22,8 +25,8 @@ from smartsearch_mcp.pipeline.analyze import distinct_words, is_stopword, light_
 _CHANGE = re.compile(
     r"\b(?:"
     r"changed|switched|moved|replaced|upgraded|downgraded|updated|cancell?ed|rescheduled|"
-    r"postponed|pushed back|swapped|migrated|"
-    r"instead|no longer|anymore|from now on"
+    r"postponed|pushed back|swapped|migrated|bumped|switching (?:\w+ ){0,3}?to|"
+    r"instead|no longer|anymore|from now on|(?:is|are|'s) now"
     r")\b",
     re.IGNORECASE,
 )
@@ -32,6 +35,64 @@ _CHANGE = re.compile(
 def states_a_change(text: str) -> bool:
     """Whether the text says that something changed (a verb, adverb or phrase of change)."""
     return _CHANGE.search(text) is not None
+
+
+# Values a restatement can change. An amount: a currency sign or name with its number ("$48k",
+# "1,200 euros"); a time of day ("9am", "14:30"); any other number (a port, a version, a count).
+_AMOUNT = re.compile(
+    r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|bn|million|thousand)\b)?"
+    r"|\b\d[\d,]*(?:\.\d+)?\s?(?:k\s?)?(?:dollars|euros|pounds|usd|eur|gbp)\b",
+    re.IGNORECASE,
+)
+_CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE)
+_NUMBER = re.compile(r"\d+(?:\.\d+)*")
+
+
+def values_of(text: str, stamp: str = "") -> dict[str, frozenset[str]]:
+    """The values `text` gives, by kind: "date" (the days it names, read against `stamp`, the
+    turn's time), "amount", "clock" and "number" (the numbers outside amounts and times),
+    each normalised (lower case, no spaces or thousands commas). Kinds it gives none of are
+    left out."""
+    found: dict[str, frozenset[str]] = {}
+    rest = text
+    for kind, pattern in (("amount", _AMOUNT), ("clock", _CLOCK)):
+        values = {_normal(m.group()) for m in pattern.finditer(rest)}
+        if values:
+            found[kind] = frozenset(values)
+            rest = pattern.sub(" ", rest)
+    dates = {start[:10] for start, _ in text_date_bounds(text, stamp)}
+    if dates:
+        found["date"] = frozenset(dates)
+    numbers = {m.group() for m in _NUMBER.finditer(rest.replace(",", ""))}
+    if numbers:
+        found["number"] = frozenset(numbers)
+    return found
+
+
+def _normal(value: str) -> str:
+    return re.sub(r"[\s,]", "", value.lower())
+
+
+# A question that asks for a value: by its first words, or by naming a kind of value.
+_ASKS_VALUE = re.compile(
+    r"^\W*(?:when|what (?:time|date|day)|how (?:much|many|long|big|old|often))\b"
+    r"|\b(?:port|version|budget|price|cost|date|deadline|time|timeout|amount|number|count|"
+    r"size|limit|rate|salary|rent|fee|address)s?\b",
+    re.IGNORECASE,
+)
+
+
+def asks_for_a_value(question: str) -> bool:
+    """Whether the question asks for a value (a date, amount, time, number): "When is the
+    launch?", "What port does the API listen on?", "how much is the rent"."""
+    return _ASKS_VALUE.search(question) is not None
+
+
+def gives_a_new_value(later: dict[str, frozenset[str]], earlier: dict[str, frozenset[str]]) -> bool:
+    """Whether a later turn's values (`values_of`) hold one the earlier turn's do not, of a
+    kind the earlier gives: "the port is 8443 now, 8080 clashed" gives a new port after "the
+    API listens on 8080"; "see you at 7pm" after "dinner at 7pm" gives none."""
+    return any(kind in earlier and values - earlier[kind] for kind, values in later.items())
 
 
 def content_stems(text: str) -> set[str]:

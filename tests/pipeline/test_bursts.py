@@ -53,6 +53,14 @@ def test_consecutive_messages_of_one_speaker_within_the_gap_form_one_burst() -> 
     assert groups[5] not in groups[:5]  # too long after the one before
 
 
+def test_an_assistants_messages_in_a_row_are_statements_of_their_own_not_a_burst() -> None:
+    # A coding agent's text messages between its tool calls, seconds apart
+    replies = [
+        dataclasses.replace(turn, speaker="assistant", role="assistant") for turn in CHAT[:3]
+    ]
+    assert burst_groups(_passages(replies), seconds=300, max_words=160) == [0, 1, 2]
+
+
 def test_without_a_gap_setting_every_message_stands_alone() -> None:
     assert burst_groups(_passages(CHAT), seconds=0, max_words=160) == list(range(6))
 

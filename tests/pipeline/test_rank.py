@@ -20,6 +20,7 @@ from smartsearch_mcp.pipeline.rank import (
     first_pass,
     follow_with_rest,
     fuse,
+    restates,
 )
 from smartsearch_mcp.types import Candidate, Passage, Scored
 
@@ -338,3 +339,49 @@ def test_the_first_pass_leaves_out_the_expensive_rankers_and_lexical_joins_a_lon
     )
     out = first_pass(cands, with_bi, own)
     assert ids(out) == [3, 2, 1] and set(out[0].ranker_scores) == {"bi_encoder", "speaker"}
+
+
+def matched(turn_id: int, position: int, role: str, score: float, lexical: float) -> Scored:
+    """A whole turn of session "s" whose grep match of the question scores `lexical`."""
+    passage = make_passage(turn_id, f"turn {turn_id}", session_id="s", position=position, role=role)
+    return Scored(candidate=Candidate(passage=passage, lexical_score=lexical), score=score)
+
+
+def test_a_user_turn_matching_none_of_the_question_rises_to_just_after_its_reply() -> None:
+    # "ok do 1 now" before "Done: create_invoice now sends an Idempotency-Key header": the
+    # reply holds the answer and stays first; the request comes with it, not ahead of it
+    items = [
+        matched(21, 1, "assistant", 0.9, lexical=3.1),
+        matched(30, 5, "user", 0.5, lexical=2.0),
+        matched(20, 0, "user", 0.2, lexical=0.0),
+    ]
+
+    out = credit_replied_turns(items, credit=1.0)
+
+    assert ids(out) == [21, 20, 30]
+    assert [s.score for s in out] == [0.9, 0.9, 0.5]
+
+
+def test_a_user_turn_matching_the_question_as_well_as_its_reply_is_still_credited() -> None:
+    items = [matched(21, 1, "assistant", 0.9, lexical=3.0), matched(20, 0, "user", 0.2, 1.6)]
+
+    assert ids(credit_replied_turns(items, credit=1.0)) == [20, 21]
+
+
+def test_a_reply_matching_words_its_user_turn_lacks_is_not_an_echo() -> None:
+    # "switch to something async" answered by "replaced requests with httpx.AsyncClient",
+    # asked "httpx AsyncClient": the reply holds the answer and keeps its score.
+    answer = [matched(16, 1, "assistant", 0.8, lexical=5.9), matched(15, 0, "user", 0.7, 0.6)]
+    assert discount_echoes(answer, discount=0.3) == answer
+
+    echo = [matched(16, 1, "assistant", 0.8, lexical=3.0), matched(15, 0, "user", 0.7, 2.5)]
+    out = discount_echoes(echo, discount=0.3)
+    assert ids(out) == [15, 16]
+    assert out[1].score == pytest.approx(0.56)
+
+
+def test_restating_compares_the_grep_match_of_the_two_turns() -> None:
+    reply = matched(2, 1, "assistant", 0.5, lexical=4.0)
+    assert restates(matched(1, 0, "user", 0.5, lexical=2.0), reply)
+    assert not restates(matched(1, 0, "user", 0.5, lexical=1.9), reply)
+    assert restates(matched(1, 0, "user", 0.5, 0.0), matched(2, 1, "assistant", 0.5, 0.0))

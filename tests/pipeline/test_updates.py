@@ -4,11 +4,21 @@ and a conversation coming back to a topic."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from factories import make_passage
 
+from smartsearch_mcp.output import format_recall, recall_output
 from smartsearch_mcp.pipeline.rank import prefer_later_restatements
-from smartsearch_mcp.pipeline.updates import shares_a_subject, states_a_change
-from smartsearch_mcp.types import Candidate, Scored
+from smartsearch_mcp.pipeline.render import passage_line
+from smartsearch_mcp.pipeline.updates import (
+    asks_for_a_value,
+    gives_a_new_value,
+    shares_a_subject,
+    states_a_change,
+    values_of,
+)
+from smartsearch_mcp.types import Candidate, RecallResult, Scored, Successor
 
 
 def test_a_change_is_said_with_a_verb_adverb_or_phrase_of_change() -> None:
@@ -18,6 +28,9 @@ def test_a_change_is_said_with_a_verb_adverb_or_phrase_of_change() -> None:
     assert states_a_change("Nopalito cancelled on us")
     assert states_a_change("I don't play the guitar anymore")
     assert states_a_change("Helio moved the technical round to April 24")
+    assert states_a_change("Spam rate was awful, I'm switching the campaign to Postmark.")
+    assert states_a_change("Finance bumped the budget")
+    assert states_a_change("the standup is now at 9:30")
     assert not states_a_change("Between a healthier diet and yoga, I'm hoping for some changes.")
     assert not states_a_change("Those kittens look so sweet, any updates on them?")
     assert not states_a_change("Let me know how it turns out!")
@@ -134,3 +147,82 @@ def test_with_the_question_a_restatement_must_share_more_than_its_words() -> Non
     assert ids(
         prefer_later_restatements([round_, moved], SIMILAR, 0.45, needs_change=True, asked=asked)
     ) == [2, 1]
+
+
+def test_values_are_read_by_kind_and_a_new_one_of_a_kind_the_earlier_gave_counts() -> None:
+    said = "2026-11-24T16:30:00"
+    budget = values_of("Finance approved $55k for the offsite, 1,200 euros of it for the venue.")
+    assert budget["amount"] == {"$55k", "1200euros"}
+    assert "number" not in budget  # the amounts' numbers are not counted again
+    assert values_of("Standup moves to 9:30, the demo is at 4pm")["clock"] == {"9:30", "4pm"}
+    assert values_of("Final answer: the launch is Tuesday December 9.", said)["date"] == {
+        "2026-12-09"
+    }
+    assert values_of("the api listens on 8080 behind nginx 1.25")["number"] == {"8080", "1.25"}
+    assert values_of("sounds good, thanks!") == {}
+
+    port = values_of("the api listens on 8080")
+    assert gives_a_new_value(values_of("8080 clashed with jenkins, it is on 9090"), port)
+    assert not gives_a_new_value(values_of("8080 works fine for me"), port)
+    assert not gives_a_new_value(values_of("the budget is $48k"), port)  # another kind
+
+
+def test_a_later_turn_giving_a_new_value_supersedes_without_a_verb_of_change() -> None:
+    first = item(1, "Proposed launch date for Ledger is Tuesday November 18.", 0.9, "c1",
+                 "2026-10-28T09:30")  # fmt: skip
+    final = item(2, "Final answer: launch is Tuesday December 9. No more delays.", 0.4, "c4",
+                 "2026-11-24T16:34")  # fmt: skip
+    again = item(3, "Launch is still Tuesday November 18, see you all there.", 0.4, "c2",
+                 "2026-11-01T10:00")  # fmt: skip
+    out = prefer_later_restatements([first, final], SIMILAR, 0.45, needs_change=True,
+                                    min_confidence=0.1)  # fmt: skip
+    assert ids(out) == [2, 1]
+    assert ids(prefer_later_restatements([first, again], SIMILAR, 0.45, needs_change=True,
+                                         min_confidence=0.1)) == [1, 3]  # fmt: skip
+
+
+def test_the_superseded_passage_names_the_turn_that_replaced_it_whichever_ranks_first() -> None:
+    old = item(1, "We'll send the campaign through Mailgun.", 0.9, "c1", "2026-10-28T09:30")
+    new = item(2, "Mailgun's spam rate was awful, switching the campaign to Postmark.", 0.8, "c2",
+               "2026-11-05T14:10")  # fmt: skip
+    other = item(3, "The webinar needs slides.", 0.5, "c3", "2026-11-06T10:00")
+    similar = [[1.0, 0.6, 0.1], [0.6, 1.0, 0.1], [0.1, 0.1, 1.0]]
+    for ranked in ([old, new, other], [new, old, other]):
+        out = prefer_later_restatements(ranked, similar, 0.45, needs_change=True)
+        assert ids(out) == [2, 1, 3]
+        by_id = {s.candidate.passage.turn.id: s for s in out}
+        assert by_id[1].superseded_by == Successor(2, "2026-11-05T14:10")
+        assert by_id[2].superseded_by is None and by_id[3].superseded_by is None
+    line = passage_line(by_id[1])
+    assert line.endswith("Mailgun. (superseded by #2, 2026-11-05)")
+
+
+def test_a_new_value_counts_only_for_a_question_that_asks_for_one() -> None:
+    assert asks_for_a_value("When is the launch?")
+    assert asks_for_a_value("What port does the API listen on?")
+    assert asks_for_a_value("how much is the rent now")
+    assert not asks_for_a_value("Why did we drop Mailgun?")
+    assert not asks_for_a_value("who is writing the release notes")
+    first = item(1, "Proposed launch date for Ledger is Tuesday November 18.", 0.9, "c1",
+                 "2026-10-28T09:30")  # fmt: skip
+    final = item(2, "Final answer: launch is Tuesday December 9.", 0.4, "c4", "2026-11-24T16:34")
+    ranked = [first, final]
+    kept = prefer_later_restatements(
+        ranked, SIMILAR, 0.45, needs_change=True, min_confidence=0.1, value_asked=False
+    )
+    assert ids(kept) == [1, 2]
+
+
+def test_the_structured_result_names_the_superseding_turn() -> None:
+    old = dataclasses.replace(
+        item(4, "Budget for the launch is $40k.", 0.9, "c1", "2026-10-28T09:42"),
+        superseded_by=Successor(20, "2026-11-24T16:34:00"),
+    )
+    new = item(20, "budget goes back down to $48k", 0.8, "c4", "2026-11-24T16:34:00")
+    result = RecallResult([new, old], 30, 1500, ["bi_encoder"], [], confidence=[0.8, 0.9])
+    out = recall_output(result).passages
+    assert (out[0].superseded_by, out[0].superseded_at) == (None, None)
+    assert (out[1].superseded_by, out[1].superseded_at) == (20, "2026-11-24T16:34:00")
+    assert "#4: Budget for the launch is $40k. (superseded by #20, 2026-11-24)" in format_recall(
+        "What's the launch budget?", result
+    )
