@@ -24,25 +24,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from smartsearch_mcp.stages import (
+    ADJUSTMENT_NAMES,
+    ADJUSTMENTS,
+    EXPENSIVE_RANKERS,
+    FIRST_PASS_RANKERS,
+    RANKER_NAMES,
+)
 from smartsearch_mcp.tokens import BPE_ENCODINGS, ESTIMATE
 from smartsearch_mcp.types import DEFAULT_NAMESPACE, ConfigError
 
 PRESETS_DIR = Path(__file__).parent / "presets"
 
-RANKERS = (
-    "cross_encoder",
-    "colbert",
-    "bi_encoder",
-    "splade",
-    "context",
-    "bm25",
-    "lexical",
-    "speaker",
-)
-# Rankers whose cost grows with each candidate's text through a transformer: a cascade
-# (rank.expensive_candidates) runs them on the first pass's best candidates only.
-EXPENSIVE_RANKERS = ("cross_encoder", "colbert")
-FIRST_PASS_RANKERS = tuple(r for r in RANKERS if r not in EXPENSIVE_RANKERS)
 TOKENIZERS = (*BPE_ENCODINGS, ESTIMATE)
 DEVICES = ("cpu", "cuda", "cuda:N", "mps", "xpu", "xpu:N")
 
@@ -235,53 +228,50 @@ class ModelsConfig(Section):
 @dataclass(frozen=True)
 class RankConfig(Section):
     NAME: ClassVar[str] = "rank"
-    scorers: tuple[str, ...] = setting(("cross_encoder", "colbert", "lexical"), choices=RANKERS)
+    scorers: tuple[str, ...] = setting(
+        ("cross_encoder", "colbert", "lexical"), choices=RANKER_NAMES
+    )
     rrf_k: int = setting(60, at_least=1)
     # scorer name -> weight, default 1
     weights: dict[str, float] = field(
-        default_factory=dict, metadata={"rule": Rule(choices=RANKERS, may_be_empty=True)}
+        default_factory=dict, metadata={"rule": Rule(choices=RANKER_NAMES, may_be_empty=True)}
     )
-    # How the rankers' scores are combined: "rrf" (reciprocal-rank fusion) or
-    # "rrf_calibrated" (each reciprocal rank weighed by how far the ranker's score stands out
-    # there, see rank.calibrated_fusion).
-    fusion: str = setting("rrf", choices=("rrf", "rrf_calibrated"))
     max_parallel: int = setting(2, at_least=1)  # worker threads running scorers at once
-    # Session support: a passage gains session_weight x the mean fused score of the best
-    # session_top passages of its session (0 disables) — of those at most session_window
-    # turns away from it when session_window > 0.
-    session_weight: float = 0.0
+    # The adjustments of the fused ranking, in the order they run (smartsearch_mcp/stages.py,
+    # pipeline/adjust/): those of the "fusion" stage after each fusion, then those of the
+    # "final" stage; one not listed does not run. Their settings follow.
+    adjust: tuple[str, ...] = setting(("time_range",), choices=ADJUSTMENT_NAMES, may_be_empty=True)
+    # session_support: a passage gains session_weight x the mean fused score of the best
+    # session_top passages of its session.
+    session_weight: float = setting(0.3, at_least=0)
     session_top: int = setting(3, at_least=1)
-    session_window: int = 0
-    # The user turn an assistant passage replies to rises to at least reply_credit x that
-    # passage's fused score (0 disables).
-    reply_credit: float = setting(0.0, at_most=1)
-    # The other messages of a burst (passages.burst_seconds) rise to at least burst_credit x
-    # the fused score of its best-ranked message (0 disables).
-    burst_credit: float = setting(0.0, at_most=1)
-    # An assistant passage replying to a user turn that is among the candidates scores
-    # (1 - echo_discount) x its fused score: the reply restates the question (0 disables).
-    echo_discount: float = setting(0.0, at_most=1)
-    # Every passage of a long turn but its best-ranked one scores (1 - slice_discount) x its
-    # fused score: one turn's slices share a subject (0 disables).
-    slice_discount: float = setting(0.0, at_most=1)
-    # Current facts first: among the first passages, a later turn whose bi-encoder similarity
-    # to a higher-ranked earlier turn is at least supersede (and whose confidence is at least
-    # half of its) rises just above it — a plan moved, a version upgraded. Both stay. 0
-    # disables; needs the bi_encoder ranker.
-    supersede: float = setting(0.0, at_most=1)
-    # ...and only a later turn that states a change ("moved to", "switched", "instead", ...,
-    # see pipeline/updates.py) supersedes: similarity alone does not tell an update from a
-    # conversation coming back to a topic.
-    supersede_needs_change: bool = False
+    # reply_credit: the user turn an assistant passage replies to rises to at least
+    # reply_credit x that passage's fused score.
+    reply_credit: float = setting(1.0, at_least=0, at_most=1)
+    # burst_credit: the other messages of a burst (passages.burst_seconds) rise to at least
+    # burst_credit x the fused score of its best-ranked message.
+    burst_credit: float = setting(1.0, at_least=0, at_most=1)
+    # echo_discount: an assistant passage restating a user turn that is among the candidates
+    # scores (1 - echo_discount) x its fused score.
+    echo_discount: float = setting(0.3, at_least=0, at_most=1)
+    # slice_discount: every passage of a long turn but its best-ranked one scores
+    # (1 - slice_discount) x its fused score: one turn's slices share a subject.
+    slice_discount: float = setting(0.3, at_least=0, at_most=1)
+    # current_facts: among the first passages, a later turn whose bi-encoder similarity to a
+    # higher-ranked earlier turn is at least supersede (and whose confidence is at least
+    # supersede_confidence x its) trades places with it — a plan moved, a version upgraded.
+    # Both stay. Needs the bi_encoder ranker.
+    supersede: float = setting(0.45, at_least=0, at_most=1)
+    # ...and only a later turn that states a change ("moved to", "switched", "instead", ...)
+    # or gives a new value (see pipeline/updates.py) supersedes: similarity alone does not
+    # tell an update from a conversation coming back to a topic.
+    supersede_needs_change: bool = True
     # ...and only one said by the same person as the earlier turn (people update their own
     # statements; a later turn by someone else on the topic is conversation).
-    supersede_same_speaker: bool = False
+    supersede_same_speaker: bool = True
     # ...and only one whose confidence is at least this share of the earlier turn's (an
     # update names the new state, often not the question's words: "switched me to naproxen").
-    supersede_confidence: float = setting(0.5, at_least=0, at_most=1)
-    # ...and also a later turn of the same session ("you're right, changed it to lemon"):
-    # meant with supersede_needs_change.
-    supersede_within_session: bool = False
+    supersede_confidence: float = setting(0.1, at_least=0, at_most=1)
     # A recall embeds at most this many passages that have no cached vector yet; the rest
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall
     # right after a large import does not wait minutes for the bi-encoder.
@@ -305,11 +295,45 @@ class RankConfig(Section):
         """The rankers of a cascade's first pass (`first_pass`, or the cheap `scorers`)."""
         return self.first_pass or tuple(s for s in self.scorers if s not in EXPENSIVE_RANKERS)
 
+    def adjustments(self, stage: str) -> tuple[str, ...]:
+        """The listed adjustments of one stage ("fusion" or "final"), in order."""
+        return tuple(name for name in self.adjust if ADJUSTMENTS[name].stage == stage)
+
     def check(self) -> None:
         if self.weights and not any(self.weights.get(name, 1.0) > 0 for name in self.scorers):
             raise ConfigError(
                 f"config key rank.weights = {_show(self.weights)}: every ranker of rank.scorers "
                 "has weight 0; at least one must be positive"
+            )
+        _check_adjustments(self)
+
+
+def _check_adjustments(rank: RankConfig) -> None:
+    """rank.adjust: the fusion stage's before the final stage's, none listed
+    with a strength of 0, and no strength changed (but to 0) for one that is not listed (a
+    config written before the list existed turned adjustments on that way)."""
+    listed = rank.adjust
+    stages = [ADJUSTMENTS[name].stage for name in listed]
+    if "final" in stages and "fusion" in stages[stages.index("final") :]:
+        raise ConfigError(
+            f"config key rank.adjust = {_show(list(listed))}: the adjustments after each fusion "
+            f"({', '.join(rank.adjustments('fusion'))}) run before those on the final ranking "
+            f"({', '.join(rank.adjustments('final'))}); list them in that order"
+        )
+    for name, spec in ADJUSTMENTS.items():
+        if not spec.settings:
+            continue
+        strength = spec.settings[0]
+        value = getattr(rank, strength)
+        if name in listed and isinstance(value, float) and value <= 0:
+            raise ConfigError(
+                f"config key rank.{strength} = {_show(value)}: {name!r} is in rank.adjust; "
+                f"remove it from rank.adjust to turn it off"
+            )
+        if name not in listed and value and value != getattr(RankConfig, strength):
+            raise ConfigError(
+                f"config key rank.{strength} = {_show(value)} has no effect: {name!r} is not in "
+                f"rank.adjust (= {_show(list(listed))}); add it there to turn it on"
             )
 
 

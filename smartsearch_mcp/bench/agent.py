@@ -341,25 +341,15 @@ def format_agent(
     return "\n".join(lines) + "\n"
 
 
-# Each post-fusion adjustment, and the setting that turns it off.
-ADJUSTMENTS: dict[str, dict[str, Any]] = {
-    "session support": {"session_weight": 0.0},
-    "burst credit": {"burst_credit": 0.0},
-    "reply credit": {"reply_credit": 0.0},
-    "echo discount": {"echo_discount": 0.0},
-    "slice discount": {"slice_discount": 0.0},
-    "current facts": {"supersede": 0.0},
-}
-
-
 def ablations(config: Config) -> dict[str, Config]:
-    """One configuration per adjustment the preset has on, with that adjustment off."""
-    runs = {}
-    for name, off in ADJUSTMENTS.items():
-        if all(getattr(config.rank, key) == value for key, value in off.items()):
-            continue  # already off in this preset
-        runs[f"without {name}"] = replace(config, rank=replace(config.rank, **off))
-    return runs
+    """One configuration per adjustment the preset runs (`rank.adjust`), without it."""
+    listed = config.rank.adjust
+    return {
+        f"without {name}": replace(
+            config, rank=replace(config.rank, adjust=tuple(n for n in listed if n != name))
+        )
+        for name in listed
+    }
 
 
 def format_ablation(summaries: dict[str, dict[str, dict[str, Any]]]) -> str:

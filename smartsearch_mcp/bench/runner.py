@@ -442,6 +442,7 @@ def _first_pass_found(
     """For each cut N, the gold turns among the best N passages of a cascade's first pass
     (`rank.first_pass`: the ranking's candidates ranked by its rankers other than the
     cross-encoder and ColBERT, as recall's cascade ranks them)."""
+    from smartsearch_mcp.pipeline.adjust import Context
     from smartsearch_mcp.pipeline.rank import first_pass
 
     candidates = ranking.candidates
@@ -450,7 +451,7 @@ def _first_pass_found(
     scores = {
         name: [by_key[c.passage.key].get(name, math.nan) for c in candidates] for name in names
     }
-    ordered = first_pass(candidates, scores, config.rank, 0, config.passages.burst_seconds)
+    ordered = first_pass(candidates, scores, Context(config.rank, config.passages.burst_seconds))
     found: dict[str, list[int]] = {}
     for cut in cuts:
         kept = {item.candidate.passage.turn.id for item in ordered[:cut]}

@@ -87,3 +87,18 @@ def with_lifted_scores(
     ]
     order = sorted(range(len(out)), key=lambda i: (-out[i].score, order_key[i]))
     return [out[i] for i in order]
+
+
+def lower_flagged(
+    scored: Sequence[Scored], discount: float, flagged: Sequence[bool]
+) -> list[Scored]:
+    """`scored` with each flagged (finite) score lowered by `discount` x |score|, sorted
+    again best first (ties keep their order)."""
+    lowered = [
+        dataclasses.replace(item, score=item.score - discount * abs(item.score))
+        if flag and math.isfinite(item.score)
+        else item
+        for item, flag in zip(scored, flagged, strict=True)
+    ]
+    order = sorted(range(len(lowered)), key=lambda i: (-lowered[i].score, i))
+    return [lowered[i] for i in order]

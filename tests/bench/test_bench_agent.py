@@ -96,7 +96,8 @@ def test_current_first_needs_the_current_value_above_every_one_it_replaced() -> 
 def test_ablations_turn_off_only_what_the_preset_has_on() -> None:
     config = Config.load("offline")
     runs = agent.ablations(config)
-    assert "without reply credit" in runs
-    assert runs["without reply credit"].rank.reply_credit == 0.0
-    assert runs["without reply credit"].rank.echo_discount == config.rank.echo_discount
+    assert set(runs) == {f"without {name}" for name in config.rank.adjust}
+    without = runs["without reply_credit"].rank
+    assert "reply_credit" not in without.adjust and "echo_discount" in without.adjust
+    assert without.reply_credit == config.rank.reply_credit  # only the list changes
     assert agent.ablations(Config.load("default")).keys() <= runs.keys()

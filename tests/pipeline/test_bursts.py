@@ -126,7 +126,7 @@ async def test_a_question_matching_words_spread_over_a_burst_recalls_the_whole_b
                 nlp={"spacy_models": []},
                 retrieval={"dense": False},
                 passages={"burst_seconds": burst_seconds},
-                rank={"scorers": ["lexical"], "burst_credit": 1.0},
+                rank={"scorers": ["lexical"], "adjust": ["burst_credit"]},
             )
             pipeline = RecallPipeline(store, config, GivenModels())  # type: ignore[arg-type]
             ranking = await pipeline.rank("When does Ann start the new job?", SCOPE)

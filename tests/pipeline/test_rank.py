@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import random
 
 import pytest
 from factories import make_passage
@@ -11,17 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smartsearch_mcp.config import RankConfig
-from smartsearch_mcp.pipeline.rank import (
-    add_session_support,
-    calibrated_fusion,
-    credit_replied_turns,
-    discount_echoes,
-    discount_later_slices,
-    first_pass,
-    follow_with_rest,
-    fuse,
-    restates,
-)
+from smartsearch_mcp.pipeline.adjust import Context
+from smartsearch_mcp.pipeline.adjust.replies import credit_replied_turns, discount_echoes, restates
+from smartsearch_mcp.pipeline.adjust.session import add_session_support
+from smartsearch_mcp.pipeline.adjust.slices import discount_later_slices
+from smartsearch_mcp.pipeline.rank import first_pass, follow_with_rest, fuse
 from smartsearch_mcp.types import Candidate, Passage, Scored
 
 
@@ -50,33 +43,6 @@ def test_fuse_with_one_ranker_keeps_its_scores() -> None:
     assert [s.score for s in out] == [2.5, -3.0]
 
 
-def test_calibrated_fusion_trusts_a_ranker_whose_best_passage_stands_out_over_a_near_tie():
-    cands = [candidate(i, "a") for i in (1, 2, 3, 4, 5)]
-    # bm25 finds turn 2 far above everything; the bi-encoder puts turn 1 a hair above turn 2
-    scores = {"bm25": [1.0, 9.0, 0.5, 0.0, 0.0], "dense": [0.52, 0.51, 0.30, 0.20, 0.10]}
-
-    plain = fuse(cands, scores, rrf_k=15, weights={})
-    calibrated = fuse(cands, scores, rrf_k=15, weights={}, method="rrf_calibrated")
-
-    assert ids(plain)[:2] == [1, 2]  # a tie in ranks, kept in candidate order
-    assert ids(calibrated)[:2] == [2, 1]
-    assert calibrated[0].ranker_scores == {"bm25": 9.0, "dense": 0.51}
-
-
-@given(st.lists(st.tuples(st.floats(0, 1), st.floats(0, 5)), min_size=1, max_size=12), st.randoms())
-def test_calibrated_fusion_does_not_depend_on_candidate_order(
-    rows: list[tuple[float, float]], rng: random.Random
-) -> None:
-    order = list(range(len(rows)))
-    rng.shuffle(order)
-    fused = calibrated_fusion({"x": [x for x, _ in rows], "y": [y for _, y in rows]}, 15, {}, 3)
-    shuffled = calibrated_fusion(
-        {"x": [rows[i][0] for i in order], "y": [rows[i][1] for i in order]}, 15, {}, 3
-    )
-    assert shuffled == [fused[i] for i in order]
-    assert calibrated_fusion({"x": [x for x, _ in rows]}, 15, {"x": 0.0}, 0) == [0.0] * len(rows)
-
-
 def test_a_passage_in_a_session_with_strong_company_overtakes_a_stray_better_one() -> None:
     items = scored((1, "stray", 0.5), (2, "topic", 0.45), (3, "topic", 0.9))
     out = add_session_support(items, weight=1.0, top_n=3)
@@ -89,24 +55,6 @@ def test_session_support_averages_only_the_best_top_n_of_a_session() -> None:
     items = scored((1, "a", 1.0), (2, "a", 0.0), (3, "b", 0.8), (4, "b", 0.8))
     assert ids(add_session_support(items, weight=1.0, top_n=1)) == [1, 3, 4, 2]
     assert ids(add_session_support(items, weight=1.0, top_n=2)) == [3, 4, 1, 2]
-
-
-def test_a_session_window_counts_only_the_passages_near_each_one() -> None:
-    def at(turn_id: int, position: int, score: float) -> Scored:
-        passage = make_passage(turn_id, f"turn {turn_id}", session_id="long", position=position)
-        return Scored(candidate=Candidate(passage=passage, lexical_score=1.0), score=score)
-
-    # A long session: two strong passages about one topic (positions 0-1) and a weaker
-    # one far away (position 50) that the whole-session support would lift just as much.
-    items = [at(1, 0, 1.0), at(2, 1, 0.9), at(3, 50, 0.5), at(4, 60, 0.45), at(5, 61, 0.45)]
-    whole = add_session_support(items, weight=1.0, top_n=2)
-    near = add_session_support(items, weight=1.0, top_n=2, window=5)
-
-    assert [round(s.score, 3) for s in whole] == [1.95, 1.85, 1.45, 1.4, 1.4]
-    # Position 50 stands alone (support 0.5); 60 and 61 support each other (0.45).
-    assert ids(near) == [1, 2, 3, 4, 5]
-    assert [round(s.score, 3) for s in near] == [1.95, 1.85, 1.0, 0.9, 0.9]
-    assert add_session_support(items, 1.0, 2, window=100) == whole
 
 
 def test_session_support_of_weight_zero_changes_nothing() -> None:
@@ -326,18 +274,18 @@ def test_the_first_pass_leaves_out_the_expensive_rankers_and_lexical_joins_a_lon
     rank = RankConfig(scorers=("cross_encoder", "speaker"))
     scores = {"cross_encoder": [9.0, 0.0, 5.0], "speaker": [1.0, 1.0, 1.0]}
 
-    out = first_pass(cands, scores, rank)
+    out = first_pass(cands, scores, Context(rank))
 
     assert ids(out) == [2, 3, 1]  # by lexical score: the speaker flag ties them all
     assert set(out[0].ranker_scores) == {"lexical", "speaker"}
     with_bi = {**scores, "bi_encoder": [0.1, 0.2, 0.9]}
-    assert ids(first_pass(cands, with_bi, rank)) == [2, 3, 1]  # not a ranker of this one
+    assert ids(first_pass(cands, with_bi, Context(rank))) == [2, 3, 1]  # not a ranker of this one
     own = RankConfig(
         scorers=("cross_encoder", "speaker"),
         expensive_candidates=2,
         first_pass=("bi_encoder", "speaker"),
     )
-    out = first_pass(cands, with_bi, own)
+    out = first_pass(cands, with_bi, Context(own))
     assert ids(out) == [3, 2, 1] and set(out[0].ranker_scores) == {"bi_encoder", "speaker"}
 
 

@@ -11,14 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from smartsearch_mcp.dates import DateRange, mentioned_ranges
+from smartsearch_mcp.pipeline.adjust.current import prefer_later_restatements
+from smartsearch_mcp.pipeline.adjust.replies import credit_replied_turns
+from smartsearch_mcp.pipeline.adjust.time_range import prefer_time_range
 from smartsearch_mcp.pipeline.language import foreign_language
-from smartsearch_mcp.pipeline.rank import (
-    credit_replied_turns,
-    prefer_later_restatements,
-    prefer_time_range,
-    ranking_confidence,
-    with_confidence,
-)
+from smartsearch_mcp.pipeline.rank import ranking_confidence, with_confidence
 from smartsearch_mcp.types import Candidate, Scored
 
 

@@ -147,14 +147,14 @@ async def test_reply_credit_puts_the_users_turn_ahead_of_the_assistant_reply_ech
     )
     sundays = KeywordScorer("cross_encoder", "sundays")
 
-    async def first_turn(credit: float) -> str:
-        config = _config(rank={"scorers": ["cross_encoder"], "reply_credit": credit})
+    async def first_turn(adjust: list[str]) -> str:
+        config = _config(rank={"scorers": ["cross_encoder"], "adjust": adjust})
         pipeline = RecallPipeline(store, config, GivenModels({"cross_encoder": sundays}))  # type: ignore[arg-type]
         result = await pipeline.recall("work-free Sundays", SCOPE, 500)
         return result.passages[0].candidate.passage.turn.role
 
-    assert await first_turn(0.0) == "assistant"
-    assert await first_turn(1.0) == "user"
+    assert await first_turn([]) == "assistant"
+    assert await first_turn(["reply_credit"]) == "user"
 
 
 async def test_the_capacity_limiter_bounds_rankers_running_at_once(store):

@@ -16,6 +16,7 @@ from tiny_models import TinyModels
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ColbertScorer, CrossEncoderScorer, ModelLocation
+from smartsearch_mcp.pipeline.adjust import Context
 from smartsearch_mcp.pipeline.rank import order_candidates
 from smartsearch_mcp.pipeline.recall import Ranking, RecallPipeline
 from smartsearch_mcp.pipeline.token_vectors import model_key
@@ -151,7 +152,7 @@ async def test_the_n_come_first_ranked_by_every_ranker_and_the_rest_follow_the_f
     fused = order_candidates(
         [s.candidate for s in head],
         {name: [s.ranker_scores[name] for s in head] for name in ("cross_encoder", "lexical")},
-        _config(["cross_encoder", "lexical"], 5).rank,
+        Context(_config(["cross_encoder", "lexical"], 5).rank),
     )
     assert [s.candidate.passage.key for s in fused] == [s.candidate.passage.key for s in head]
     assert head[0].ranker_scores["cross_encoder"] == max(

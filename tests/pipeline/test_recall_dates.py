@@ -262,9 +262,7 @@ async def test_an_update_outside_the_range_still_comes_before_the_plan_it_change
             retrieval={"dense": False},
             rank={
                 "scorers": ["bi_encoder", "lexical"],
-                "supersede": 0.45 if rule == "on" else 0.0,
-                "supersede_needs_change": True,
-                "supersede_same_speaker": True,
+                "adjust": ["time_range", "current_facts"] if rule == "on" else ["time_range"],
             },
         )
         models = GivenModels({"bi_encoder": TopicEmbedder()})

@@ -31,7 +31,10 @@ def _config(cache_mb: int, **retrieval: Any) -> Config:
     return Config().with_overrides(
         nlp={"spacy_models": []},
         retrieval={"dense": False, "scope_cache_mb": cache_mb, **retrieval},
-        rank={"scorers": ["lexical", "bm25", "speaker"], "session_weight": 0.3},
+        rank={
+            "scorers": ["lexical", "bm25", "speaker"],
+            "adjust": ["session_support", "time_range"],
+        },
         passages={"max_words": 40, "overlap_words": 8},
     )
 
@@ -150,9 +153,9 @@ async def test_a_streamed_scope_gets_every_signal_the_cached_scope_gets(
     """Misspellings, the names a memory gives relations and burst matching: the same
     candidates, hops and ranking whether the scope is cached or streamed (in pages small
     enough that a burst spans two)."""
-    import smartsearch_mcp.pipeline.recall as recall_module
+    import smartsearch_mcp.pipeline.gather as gather_module
 
-    monkeypatch.setattr(recall_module, "SCAN_PAGE", page)
+    monkeypatch.setattr(gather_module, "SCAN_PAGE", page)
     signals = {"misspellings": True}
     passages = {"burst_seconds": 60}
     cached = RecallPipeline(

@@ -9,7 +9,7 @@ import dataclasses
 from factories import make_passage
 
 from smartsearch_mcp.output import format_recall, recall_output
-from smartsearch_mcp.pipeline.rank import prefer_later_restatements
+from smartsearch_mcp.pipeline.adjust.current import prefer_later_restatements
 from smartsearch_mcp.pipeline.render import passage_line
 from smartsearch_mcp.pipeline.updates import (
     asks_for_a_value,
@@ -96,24 +96,6 @@ def test_a_weakly_matched_update_supersedes_when_the_confidence_share_allows() -
     assert ids(
         prefer_later_restatements([old, new], SIMILAR, 0.45, needs_change=True, min_confidence=0.1)
     ) == [2, 1]
-
-
-def test_within_session_a_later_change_in_the_same_session_supersedes() -> None:
-    booked = item(1, "Booked the 7:10 train to Leeds for Friday.", 0.9, "t1", "2026-05-04T08:00")
-    fixed = item(2, "Oops, wrong day: changed it to the Saturday 7:10.", 0.6, "t1",
-                 "2026-05-04T08:04")  # fmt: skip
-    chat = item(3, "Leeds again! That train is always full.", 0.6, "t1", "2026-05-04T08:06")
-    same = [booked, fixed]
-    assert ids(prefer_later_restatements(same, SIMILAR, 0.45, needs_change=True)) == [1, 2]
-    assert ids(
-        prefer_later_restatements(same, SIMILAR, 0.45, needs_change=True, within_session=True)
-    ) == [2, 1]
-    # ...still only a turn that says something changed
-    assert ids(
-        prefer_later_restatements(
-            [booked, chat], SIMILAR, 0.45, needs_change=True, within_session=True
-        )
-    ) == [1, 3]
 
 
 def test_a_later_turn_is_about_the_earlier_by_the_questions_words_or_another() -> None:

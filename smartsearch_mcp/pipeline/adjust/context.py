@@ -1,0 +1,27 @@
+"""What an adjustment reads besides the ranking it changes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from smartsearch_mcp.config import RankConfig
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis
+from smartsearch_mcp.types import Scored
+
+
+@dataclass
+class Context:
+    """One recall's settings and question, for its adjustments: `burst_seconds` is
+    passages.burst_seconds; `analysis` the question (None after a cascade's first pass: the
+    fusion stage does not read it); `similarity(passages)` the matrix of the passages'
+    bi-encoder similarities (None: the bi-encoder did not rank, and no adjustment may lean on
+    it); an adjustment's notes for the user go to `warnings`."""
+
+    rank: RankConfig
+    burst_seconds: int = 0
+    analysis: QueryAnalysis | None = None
+    similarity: Callable[[Sequence[Scored]], np.ndarray] | None = None
+    warnings: list[str] = field(default_factory=list)

@@ -1,0 +1,131 @@
+"""Reply credit and the echo discount: in a conversation with an assistant, the reply repeats
+the user's words at length, and the user's turn is either what was said (it goes first) or
+only a request ("use 9090") whose answer the reply holds (the reply goes first)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from smartsearch_mcp.pipeline.adjust.context import Context
+from smartsearch_mcp.pipeline.fusion import lower_flagged, with_lifted_scores
+from smartsearch_mcp.pipeline.passages import asks_only
+from smartsearch_mcp.types import Scored, Turn
+
+
+def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored]:
+    """Raise the user turn each assistant passage replies to to at least `credit` x the
+    passage's score, and sort again, best first. A turn raised to its reply's score comes just
+    ahead of it, in conversation order. The turn replied to is the best-ranked of the user's
+    turns in a row just before the reply in its session (a user may say several things before
+    the assistant answers: "Bought new shoes, Brooks Ghost 16." / "Weekly mileage is back up
+    to 30 km." / "Nice. Alternate the new shoes...").
+
+    An assistant's reply repeats the user's words at length and so outranks them, while the
+    user's turn holds what was actually said ("I've set work-free Sundays starting May 5"
+    before a long piece of advice about boundaries). An assistant turn that only asks ("Do
+    you want a feature flag for the PDF layout?") names the subject its answer leaves out,
+    so its credit goes to the user's turn after it instead ("Yes, behind the flag
+    new_invoice_pdf"). Only turns among `scored` rise, through their first passage; credit 0
+    returns the input order unchanged.
+    """
+    if credit <= 0 or not scored:
+        return list(scored)
+    first_passage: dict[tuple[str, str, int], int] = {}
+    for index, item in enumerate(scored):
+        passage = item.candidate.passage
+        if passage.start == 0 and passage.turn.role == "user":
+            turn = passage.turn
+            first_passage[(turn.namespace, turn.session_id, turn.position)] = index
+    raised = [item.score for item in scored]
+    sure = [item.confidence for item in scored]
+    order_key = [float(index) for index in range(len(scored))]
+    asks: dict[int, bool] = {}  # by turn id: a long turn has many passages
+    for index, item in enumerate(scored):
+        turn = item.candidate.passage.turn
+        if turn.role != "assistant":
+            continue
+        if turn.id not in asks:
+            asks[turn.id] = asks_only(turn.text)
+        if asks[turn.id]:  # the user's answer holds what it asks about
+            answered = first_passage.get((turn.namespace, turn.session_id, turn.position + 1))
+        else:
+            answered = first_passage.get((turn.namespace, turn.session_id, turn.position - 1))
+            if answered is not None:
+                answered = _best_of_user_run(first_passage, turn, answered)
+        if answered is not None and credit * item.score > raised[answered]:
+            raised[answered] = credit * item.score
+            # just ahead of the reply when it says what the reply restates, else just after
+            # it: the reply holds what the turn only asked for ("use 9090" / "Moved the API
+            # to 9090: ..."), and the turn still comes with it
+            ahead = restates(scored[answered], item)
+            order_key[answered] = index - 0.5 if ahead else index + 0.5
+            # ...and is as certain as the reply that lifted it
+            if item.confidence is not None:
+                sure[answered] = max(sure[answered] or 0.0, credit * item.confidence)
+    return with_lifted_scores(scored, raised, sure, order_key)
+
+
+def _best_of_user_run(
+    first_passage: Mapping[tuple[str, str, int], int], reply: Turn, last: int
+) -> int:
+    """The best-ranked (lowest index) of the user turns in a row just before `reply`."""
+    best = last
+    position = reply.position - 2
+    while (found := first_passage.get((reply.namespace, reply.session_id, position))) is not None:
+        best = min(best, found)
+        position -= 1
+    return best
+
+
+def discount_echoes(scored: Sequence[Scored], discount: float) -> list[Scored]:
+    """Lower each assistant passage that replies to a user turn among `scored` (the turn
+    just before it in its session) by `discount` x its score (|score|: a negative score goes
+    further down), and sort again, best first (ties keep their order).
+
+    A long reply restates the question it answers, so it matches the question's words about
+    as well as the user's turn does, and a budget fills with two copies of one thing. When
+    the user's turn was found, the reply adds less than another passage would; when it was
+    not, the reply is all there is and keeps its score. 0 returns the input unchanged.
+    """
+    if discount <= 0 or not scored:
+        return list(scored)
+    said: dict[tuple[str, str, int], Scored] = {}
+    for item in scored:
+        turn = item.candidate.passage.turn
+        key = (turn.namespace, turn.session_id, turn.position)
+        if turn.role == "user" and (
+            key not in said or item.candidate.lexical_score > said[key].candidate.lexical_score
+        ):
+            said[key] = item
+    echoes = []
+    for item in scored:
+        turn = item.candidate.passage.turn
+        replied = said.get((turn.namespace, turn.session_id, turn.position - 1))
+        echoes.append(turn.role == "assistant" and replied is not None and restates(replied, item))
+    return lower_flagged(scored, discount, echoes)
+
+
+# A reply restates the turn it answers when that turn holds at least this share of the
+# reply's match of the question's words (the grep score).
+RESTATED_SHARE = 0.5
+
+
+def restates(said: Scored, reply: Scored) -> bool:
+    """Whether `reply` restates the user turn `said` as far as the question goes: the turn
+    matches the question's words about as well as the reply does. A reply that matches words
+    the turn lacks ("switch to something async" answered by "replaced requests with
+    httpx.AsyncClient") holds what the turn only asked for; a turn that matches nothing ("ok
+    do 1 now") holds nothing the reply lacks. Neither is an echo, and the turn earns no
+    credit from the reply."""
+    if said.candidate.lexical_score >= RESTATED_SHARE * reply.candidate.lexical_score:
+        return True
+    meaning = [item.ranker_scores.get("bi_encoder") for item in (said, reply)]
+    return None not in meaning and meaning[0] >= meaning[1]  # type: ignore[operator]
+
+
+def reply_credit(scored: list[Scored], context: Context) -> list[Scored]:
+    return credit_replied_turns(scored, context.rank.reply_credit)
+
+
+def echo_discount(scored: list[Scored], context: Context) -> list[Scored]:
+    return discount_echoes(scored, context.rank.echo_discount)
