@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from smartsearch_mcp.pipeline.analyze import is_stopword, tokenize_words
 from smartsearch_mcp.pipeline.render import RenderedCost
 from smartsearch_mcp.pipeline.truncate import truncate_to_budget
+from smartsearch_mcp.pipeline.words import is_stopword, tokenize_words
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any
 from smartsearch_mcp.tokens import TokenCounter

@@ -16,8 +16,9 @@ from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
-from smartsearch_mcp.pipeline.corpus import Embeddings, ScopeCorpora, StreamedScope
+from smartsearch_mcp.pipeline.corpus import ScopeCorpora, StreamedScope
 from smartsearch_mcp.pipeline.dated import Dated, inside_window
+from smartsearch_mcp.pipeline.embeddings import Embeddings
 from smartsearch_mcp.pipeline.expand import expansion_room
 from smartsearch_mcp.pipeline.lexical import EntityMention, find_entity_mentions
 from smartsearch_mcp.pipeline.passages import split_into_passages
@@ -31,8 +32,8 @@ from smartsearch_mcp.pipeline.retrieve import (
     score_lexically,
 )
 from smartsearch_mcp.pipeline.run import RecallRun, get_model
-from smartsearch_mcp.pipeline.scan import ScanResult, ScopeIndex, scan_scope
-from smartsearch_mcp.pipeline.scope_view import ScopeWordsBuilder, question_view
+from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
+from smartsearch_mcp.pipeline.scope_view import ScopeIndex, ScopeWordsBuilder, question_view
 from smartsearch_mcp.pipeline.sparse import SparseVectors
 from smartsearch_mcp.pipeline.spelling import KnownWords, corrected_question, with_misspellings
 from smartsearch_mcp.store import MemoryStore

@@ -12,7 +12,7 @@ import anyio.to_thread
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
-from smartsearch_mcp.pipeline.corpus import Embeddings
+from smartsearch_mcp.pipeline.embeddings import Embeddings
 from smartsearch_mcp.pipeline.sparse import SparseVectors
 from smartsearch_mcp.pipeline.token_vectors import TokenVectors, stores_tokens
 

@@ -16,20 +16,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from smartsearch_mcp.pipeline.analyze import (
-    CALENDAR_WORDS,
     MAX_TERM_CHARS,
     NAMED_LABELS,
     QueryAnalysis,
     WeightedTerm,
     clean_entity_text,
-    distinct_words,
     extract_entities_rules,
+)
+from smartsearch_mcp.pipeline.passages import sentence_spans
+from smartsearch_mcp.pipeline.words import (
+    CALENDAR_WORDS,
+    distinct_words,
     is_stopword,
     light_stem,
     sanitize_text,
     tokenize_words,
 )
-from smartsearch_mcp.pipeline.passages import sentence_spans
 
 # A term found n times scores weight * (1 + REPEAT_BONUS * ln(n)), n capped at REPEAT_CAP.
 # Longer hits are read by NER only in their sentences naming a query entity (see

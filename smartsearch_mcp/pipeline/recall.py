@@ -21,7 +21,8 @@ from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline import lap, off_loop
 from smartsearch_mcp.pipeline.adjust import Context, adjust
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
-from smartsearch_mcp.pipeline.corpus import Embeddings, ScopeCorpora
+from smartsearch_mcp.pipeline.corpus import ScopeCorpora
+from smartsearch_mcp.pipeline.embeddings import Embeddings
 from smartsearch_mcp.pipeline.expand import expand_candidates
 from smartsearch_mcp.pipeline.gather import Retrieval, nothing_found, nothing_found_yet
 from smartsearch_mcp.pipeline.indexing import BackgroundVectors, uses_splade

@@ -11,16 +11,18 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 from smartsearch_mcp.pipeline.analyze import (
-    CALENDAR_WORDS,
     NOUN_WEIGHT,
     PROPER_WEIGHT,
     QueryAnalysis,
     WeightedTerm,
+    variant_term,
+    with_terms,
+)
+from smartsearch_mcp.pipeline.words import (
+    CALENDAR_WORDS,
     chat_spellings,
     is_stopword,
     light_stem,
-    variant_term,
-    with_terms,
     word_set,
 )
 from smartsearch_mcp.types import Passage

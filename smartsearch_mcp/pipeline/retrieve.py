@@ -29,6 +29,7 @@ from smartsearch_mcp.pipeline.lexical import (
 )
 from smartsearch_mcp.pipeline.relations import RelationName
 from smartsearch_mcp.pipeline.spelling import memory_words
+from smartsearch_mcp.stages import CHANNELS, QUOTA_ONLY_CHANNELS
 from smartsearch_mcp.types import Candidate, Passage
 
 # Minimum share of an idf-scaled term weight: a term in every turn (a speaker's name in a
@@ -299,12 +300,6 @@ def top_indices(scores: Sequence[float] | np.ndarray, n: int, minimum: float = 0
     return list(best)
 
 
-# Channels that only fill their quota and take no part in the fusion that fills the rest: the
-# date channel orders passages by when they were said, not by what they say, and in the
-# fusion it would raise every passage inside the range (see pipeline/dated.py).
-QUOTA_ONLY = frozenset({"date"})
-
-
 def select_candidates(
     channels: Mapping[str, Sequence[float] | np.ndarray],
     quotas: Mapping[str, int],
@@ -316,10 +311,10 @@ def select_candidates(
     `channels` maps a channel name (lexical, bm25, dense …) to one score per passage, higher
     is better. First each channel contributes its best `quotas[name]` passages with a
     positive score (channels in name order, so one channel's strong hits are never crowded
-    out by another's; `QUOTA_ONLY` channels' places are kept first and taken last); the
+    out by another's; `QUOTA_ONLY_CHANNELS` channels' places are kept first and taken last); the
     rest of `total` goes to the passages the channels agree on: reciprocal-rank fusion of
     all channels over the whole scope, among passages that score above zero in at least
-    one channel (`QUOTA_ONLY` channels fill their quota only).
+    one channel (`QUOTA_ONLY_CHANNELS` channels fill their quota only).
     Deterministic: ties go to the lower index.
     """
     if total <= 0 or not channels:
@@ -329,10 +324,10 @@ def select_candidates(
     # The quota-only channels' places are reserved first, and taken after the others' (their
     # passages that another channel found keep that channel's place in the order).
     reserved: dict[int, None] = {}
-    for name in sorted(QUOTA_ONLY & set(arrays)):
+    for name in sorted(QUOTA_ONLY_CHANNELS & set(arrays)):
         for index in top_indices(arrays[name], min(quotas.get(name, 0), total - len(reserved))):
             reserved.setdefault(index)
-    arrays = {name: values for name, values in arrays.items() if name not in QUOTA_ONLY}
+    arrays = {name: values for name, values in arrays.items() if name not in QUOTA_ONLY_CHANNELS}
     chosen: list[int] = []
     seen: set[int] = set()
     for name in sorted(arrays):
@@ -415,6 +410,11 @@ def score_lexically(
     return scores
 
 
+def channel_quotas(channels: Iterable[str], retrieval: RetrievalConfig) -> dict[str, int]:
+    """Each channel's quota: the retrieval setting its `stages.CHANNELS` entry names."""
+    return {name: getattr(retrieval, CHANNELS[name].quota) for name in channels}
+
+
 def retrieve_candidates(
     corpus: Corpus,
     scores: list[float],
@@ -437,34 +437,28 @@ def retrieve_candidates(
     channel from `sparse_scores` (one per passage) when its quota is above zero; the date
     channel from `dated`, the passages inside the question's time range (`dated.py`)."""
     channels: dict[str, Sequence[float] | np.ndarray] = {"lexical": scores}
-    quotas = {"lexical": retrieval.lexical_candidates}
     if bm25:
         channels["bm25"] = bm25
-        quotas["bm25"] = retrieval.bm25_candidates
     best: np.ndarray | None = None
     if query_vector is not None and corpus.vectors is not None:
         dense = corpus.vectors @ query_vector
         channels["dense"] = dense
-        quotas["dense"] = retrieval.dense_candidates
         best = dense
         if corpus.context_vectors is not None:
             context = corpus.context_vectors @ query_vector
             channels["context"] = context
-            quotas["context"] = retrieval.dense_candidates
             best = np.maximum(dense, context)
         if retrieval.speaker_candidates > 0 and any(said):
             channels["speaker_dense"] = np.where(np.asarray(said) > 0, best, 0.0)
-            quotas["speaker_dense"] = retrieval.speaker_candidates
     if sparse_scores is not None and retrieval.splade_candidates > 0:
         channels["splade"] = sparse_scores
-        quotas["splade"] = retrieval.splade_candidates
     if dated is not None and retrieval.date_candidates > 0:
         ordered_dated = dated.best
         if ordered_dated is None:
             quota = retrieval.date_candidates
             ordered_dated = best_dated(dated, corpus.passages, scores, best, quota)
         channels["date"] = date_channel(len(corpus.passages), dated.inside, ordered_dated)
-        quotas["date"] = retrieval.date_candidates
+    quotas = channel_quotas(channels, retrieval)
     # One selection of the full size: its first `total` are what a selection of `total`
     # would choose (quotas, then fusion, fill in the same order); the rest take the places
     # expansion leaves unused.

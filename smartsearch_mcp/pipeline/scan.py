@@ -51,6 +51,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     Corpus,
     RankingTexts,
     add_speaker_bonus,
+    channel_quotas,
     feedback_texts,
     idf_from_counts,
     lexical_scores,
@@ -62,11 +63,9 @@ from smartsearch_mcp.pipeline.retrieve import (
     term_document_counts,
     with_feedback,
 )
-from smartsearch_mcp.pipeline.scope_view import BurstScores, ScopeWords, ScopeWordsBuilder
+from smartsearch_mcp.pipeline.scope_view import BurstScores, Pages, ScopeIndex, Split
 from smartsearch_mcp.types import Passage, Turn
 
-Pages = Callable[[], AsyncIterator[list[Turn]]]
-Split = Callable[[Turn], list[Passage]]
 FindMentions = Callable[[list[str]], Sequence[EntityMention]]
 
 
@@ -82,83 +81,6 @@ class ScanResult:
     timings_ms: dict[str, float]  # count, score, feedback, select, expand
     index: ScopeIndex  # for the next scan of the same scope
     dated: Dated | None = None  # the kept passages inside the question's time range
-
-
-@dataclass
-class ScopeIndex:
-    """Where each passage of a scope sits, from the first read of it: later reads place
-    each passage by its turn id without splitting turns again, skipping turns deleted or
-    changed meanwhile. Reusable by every query until the store changes (about 30 bytes per
-    passage)."""
-
-    turn_ids: np.ndarray  # ascending
-    starts: np.ndarray  # first passage of each turn; one more entry: the total
-    spans: np.ndarray  # (start, end) of each passage in its turn's text
-    speakers: frozenset[str | None]
-    words: ScopeWords | None = None  # misspellings, relations, bursts (see scope_view)
-
-    @property
-    def passages(self) -> int:
-        return int(self.starts[-1])
-
-    @classmethod
-    async def build(
-        cls,
-        pages: Pages,
-        split: Split,
-        each: Callable[[list[Passage]], None] | None = None,
-        limiter: anyio.CapacityLimiter | None = None,
-        words: ScopeWordsBuilder | None = None,
-    ) -> ScopeIndex:
-        """Read the scope once, splitting its turns (in worker threads); `each` sees every
-        page's passages; `words` collects what the scope says of itself (`ScopeWords`)."""
-        turn_ids: list[int] = []
-        starts = [0]
-        spans: list[int] = []
-        speakers: set[str | None] = set()
-
-        def index(turns: list[Turn]) -> None:
-            page: list[Passage] = []
-            for turn in turns:
-                passages = split(turn)
-                turn_ids.append(turn.id)
-                starts.append(starts[-1] + len(passages))
-                speakers.add(turn.speaker)
-                for passage in passages:
-                    spans.extend((passage.start, passage.end))
-                page += passages
-            if each is not None:
-                each(page)
-            if words is not None:
-                words.add(page, lowered_texts(page))
-
-        async for turns in pages():
-            await off_loop(limiter, index, turns)
-        return cls(
-            turn_ids=np.asarray(turn_ids, dtype=np.int64),
-            starts=np.asarray(starts, dtype=np.int64),
-            spans=np.asarray(spans, dtype=np.int32).reshape(-1, 2),
-            speakers=frozenset(speakers),
-            words=words.build() if words is not None else None,
-        )
-
-    def place(self, turns: Sequence[Turn]) -> list[tuple[int, Passage]]:
-        """(position in the scope, passage) of each passage of `turns` this index knows."""
-        if not len(self.turn_ids):
-            return []
-        ids = np.fromiter((t.id for t in turns), dtype=np.int64, count=len(turns))
-        found = np.searchsorted(self.turn_ids, ids).tolist()
-        known = self.turn_ids[np.minimum(found, len(self.turn_ids) - 1)] == ids
-        out: list[tuple[int, Passage]] = []
-        for turn, at, ok in zip(turns, found, known.tolist(), strict=True):
-            if not ok:
-                continue
-            first, end = int(self.starts[at]), int(self.starts[at + 1])
-            spans = self.spans[first:end].tolist()
-            if not spans or spans[-1][1] != len(turn.text):  # not the text it had
-                continue
-            out += [(first + i, Passage(turn, a, b)) for i, (a, b) in enumerate(spans)]
-        return out
 
 
 class _Best:
@@ -384,10 +306,8 @@ async def scan_scope(
         kept[g] = (passage, low)
 
     channels: dict[str, np.ndarray] = {"lexical": final}
-    quotas = {"lexical": retrieval.lexical_candidates}
     if bm25 is not None:
         channels["bm25"] = bm25
-        quotas["bm25"] = retrieval.bm25_candidates
     dated_best: list[int] = []
     inside: list[int] = []
     if dates.chosen is not None:
@@ -396,7 +316,7 @@ async def scan_scope(
             kept[g] = (passage, low)
         inside = np.flatnonzero(dates.inside[dates.chosen]).tolist()
         channels["date"] = date_channel(total, inside, dated_best)
-        quotas["date"] = quota
+    quotas = channel_quotas(channels, retrieval)
     chosen = await off_loop(limiter, select_candidates, channels, quotas, total_candidates, rrf_k)
     clock = lap(timings, "select", clock)
 

@@ -11,21 +11,22 @@ chat passages) and read again by turn id when a question is asked.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+import anyio
 import numpy as np
 
+from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.bursts import continues_burst
 from smartsearch_mcp.pipeline.lexical import TermMatcher
 from smartsearch_mcp.pipeline.relations import may_name_a_relation
-from smartsearch_mcp.pipeline.retrieve import Corpus, speaker_names
+from smartsearch_mcp.pipeline.retrieve import Corpus, lowered_texts, speaker_names
 from smartsearch_mcp.pipeline.spelling import memory_words
 from smartsearch_mcp.types import Passage, Turn
 
-if TYPE_CHECKING:
-    from smartsearch_mcp.pipeline.scan import ScopeIndex
+Pages = Callable[[], AsyncIterator[list[Turn]]]
+Split = Callable[[Turn], list[Passage]]
 
 GET_TURNS_CHUNK = 500  # turn ids per read of the turns that may name a relation
 
@@ -223,3 +224,80 @@ async def question_view(
     view.speaker_names = speaker_names(index.speakers)
     view.partial = True
     return view
+
+
+@dataclass
+class ScopeIndex:
+    """Where each passage of a scope sits, from the first read of it: later reads place
+    each passage by its turn id without splitting turns again, skipping turns deleted or
+    changed meanwhile. Reusable by every query until the store changes (about 30 bytes per
+    passage)."""
+
+    turn_ids: np.ndarray  # ascending
+    starts: np.ndarray  # first passage of each turn; one more entry: the total
+    spans: np.ndarray  # (start, end) of each passage in its turn's text
+    speakers: frozenset[str | None]
+    words: ScopeWords | None = None  # misspellings, relations, bursts (see scope_view)
+
+    @property
+    def passages(self) -> int:
+        return int(self.starts[-1])
+
+    @classmethod
+    async def build(
+        cls,
+        pages: Pages,
+        split: Split,
+        each: Callable[[list[Passage]], None] | None = None,
+        limiter: anyio.CapacityLimiter | None = None,
+        words: ScopeWordsBuilder | None = None,
+    ) -> ScopeIndex:
+        """Read the scope once, splitting its turns (in worker threads); `each` sees every
+        page's passages; `words` collects what the scope says of itself (`ScopeWords`)."""
+        turn_ids: list[int] = []
+        starts = [0]
+        spans: list[int] = []
+        speakers: set[str | None] = set()
+
+        def index(turns: list[Turn]) -> None:
+            page: list[Passage] = []
+            for turn in turns:
+                passages = split(turn)
+                turn_ids.append(turn.id)
+                starts.append(starts[-1] + len(passages))
+                speakers.add(turn.speaker)
+                for passage in passages:
+                    spans.extend((passage.start, passage.end))
+                page += passages
+            if each is not None:
+                each(page)
+            if words is not None:
+                words.add(page, lowered_texts(page))
+
+        async for turns in pages():
+            await off_loop(limiter, index, turns)
+        return cls(
+            turn_ids=np.asarray(turn_ids, dtype=np.int64),
+            starts=np.asarray(starts, dtype=np.int64),
+            spans=np.asarray(spans, dtype=np.int32).reshape(-1, 2),
+            speakers=frozenset(speakers),
+            words=words.build() if words is not None else None,
+        )
+
+    def place(self, turns: Sequence[Turn]) -> list[tuple[int, Passage]]:
+        """(position in the scope, passage) of each passage of `turns` this index knows."""
+        if not len(self.turn_ids):
+            return []
+        ids = np.fromiter((t.id for t in turns), dtype=np.int64, count=len(turns))
+        found = np.searchsorted(self.turn_ids, ids).tolist()
+        known = self.turn_ids[np.minimum(found, len(self.turn_ids) - 1)] == ids
+        out: list[tuple[int, Passage]] = []
+        for turn, at, ok in zip(turns, found, known.tolist(), strict=True):
+            if not ok:
+                continue
+            first, end = int(self.starts[at]), int(self.starts[at + 1])
+            spans = self.spans[first:end].tolist()
+            if not spans or spans[-1][1] != len(turn.text):  # not the text it had
+                continue
+            out += [(first + i, Passage(turn, a, b)) for i, (a, b) in enumerate(spans)]
+        return out

@@ -16,7 +16,7 @@ from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.adjust import Context
-from smartsearch_mcp.pipeline.corpus import Embeddings
+from smartsearch_mcp.pipeline.embeddings import Embeddings
 from smartsearch_mcp.pipeline.rank import (
     ScoreJob,
     first_pass,

@@ -20,13 +20,8 @@ import string
 import threading
 from collections.abc import Collection, Iterable
 
-from smartsearch_mcp.pipeline.analyze import (
-    QueryAnalysis,
-    WeightedTerm,
-    light_stem,
-    variant_term,
-    with_terms,
-)
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm, variant_term, with_terms
+from smartsearch_mcp.pipeline.words import light_stem
 from smartsearch_mcp.tokens import ESTIMATE, TokenCounter
 
 # The shortest word compared (the longer of the two words may not be shorter than this).
@@ -71,7 +66,7 @@ def one_edit(word: str) -> set[str]:
 
 class KnownWords:
     """Whether the tokenizer's vocabulary holds a word, or the word without its inflection
-    (`analyze.light_stem`, also with an "e": "hiked" -> "hike"), whole (one token after a
+    (`words.light_stem`, also with an "e": "hiked" -> "hike"), whole (one token after a
     space), for telling a misspelling from a real word. Thread-safe; remembers what it was
     asked."""
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
-from smartsearch_mcp.pipeline.analyze import distinct_words, is_stopword, light_stem
 from smartsearch_mcp.pipeline.dated import text_date_bounds
+from smartsearch_mcp.pipeline.words import distinct_words, is_stopword, light_stem
 
 # A change reported as done: a verb of change in the past tense or participle ("moved to",
 # "we switched", "got cancelled") or an adverb of replacement. Base forms and nouns are left
@@ -96,7 +96,7 @@ def gives_a_new_value(later: dict[str, frozenset[str]], earlier: dict[str, froze
 
 
 def content_stems(text: str) -> set[str]:
-    """The stems (`analyze.light_stem`) of the content words of `text`: no stopwords, at least
+    """The stems (`words.light_stem`) of the content words of `text`: no stopwords, at least
     3 characters."""
     return {light_stem(w) for w in distinct_words(text) if len(w) >= 3 and not is_stopword(w)}
 

