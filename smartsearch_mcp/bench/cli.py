@@ -292,7 +292,7 @@ def _cmd_retrieval(
     args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
 ) -> int:
     from smartsearch_mcp.bench import datasets
-    from smartsearch_mcp.bench.metrics import summarize
+    from smartsearch_mcp.bench.metrics import summarize, summarize_halves
     from smartsearch_mcp.bench.report import write_summary
     from smartsearch_mcp.bench.results import (
         config_snapshot,
@@ -363,6 +363,9 @@ def _cmd_retrieval(
         },
         "haystacks": output.haystacks,
         "summary": summarize(output.outcomes, budgets, benchmark.category_order),
+        "split": benchmark.split,
+        "halves": summarize_halves(output.outcomes, budgets, benchmark.category_order),
+        "data_counts": benchmark.counts,
         "questions": output.outcomes,
     }
     write_results(out_dir, data)

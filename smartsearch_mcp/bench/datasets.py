@@ -62,6 +62,10 @@ class BenchQuestion:
     gold_labels: list[str]
     unresolved_evidence: list[str] = field(default_factory=list)
     reference: datetime | None = None
+    # Asked during the conversation, not after it: before turn `position` of session
+    # `index` of the haystack (memory holds the sessions before it and that session's turns
+    # before the position). None: after the whole haystack.
+    asked_at: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,16 +77,21 @@ class Haystack:
     sessions: list[SessionInput]
     questions: list[BenchQuestion]
     labeler: TurnLabeler
+    half: str | None = None  # which half of the split by conversation it belongs to
 
 
 @dataclass(frozen=True, slots=True)
 class Benchmark:
-    """A loaded benchmark: its haystacks and the category order for tables."""
+    """A loaded benchmark: its haystacks and the category order for tables; how its
+    haystacks are split into halves, and counts of what the data held that could not be
+    asked or resolved."""
 
     name: str
     source: str
     haystacks: list[Haystack]
     category_order: tuple[str, ...]
+    split: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 def load_locomo_bench(path: str | Path, categories: Sequence[int] = (1, 2, 3, 4)) -> Benchmark:

@@ -154,3 +154,10 @@ def test_scale_results_render_a_table_with_targets() -> None:
     assert "| 2,000 | 10,000 | 2.0 | grep (streamed) | 9,000 | 9,900 | 9,500 | 300 |" in text
     assert "read it from the database on every query" in text
     assert "**met**" in text
+
+
+def test_a_benchmark_without_halves_shows_no_half_table(results_dir: Path) -> None:
+    data = json.loads((results_dir / "results.json").read_text())
+
+    assert data["halves"] == {}
+    assert "By half" not in (results_dir / "summary.md").read_text()
