@@ -229,12 +229,13 @@ def _halves_table(data: dict[str, Any], summary: dict[str, Any], h: str) -> list
     halves: dict[str, dict[str, Any]] = data.get("halves") or {}
     if not halves:
         return []
-    lines = ["", f"{h}# By half (split by {HAYSTACK_UNITS.get(data['bench'], 'conversation')})", ""]
+    unit = HAYSTACK_UNITS.get(data["bench"], "conversation")
+    lines = ["", f"{h}# By half (split by {unit})", ""]
     if data.get("split"):
         lines.append(f"The {data['split']}.")
     for half in halves:
         names = [h_["name"] for h_ in data["haystacks"] if h_.get("half") == half]
-        shown = ", ".join(names) if len(names) <= LISTED_HAYSTACKS else f"{len(names):,}"
+        shown = ", ".join(names) if len(names) <= LISTED_HAYSTACKS else _count(len(names), unit)
         lines.append(f"Half {half}: {shown}.")
     lines.append(
         "Recall as above; found = the share of questions with gold of which at least one "
