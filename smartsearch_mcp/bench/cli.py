@@ -1,11 +1,13 @@
-"""`smartsearch-mcp bench ...`: LoCoMo, BEAM and LongMemEval recall benchmarks with baselines,
-the synthetic scale benchmark, and `report` to regenerate markdown from results folders.
+"""`smartsearch-mcp bench ...`: LoCoMo, BEAM, LongMemEval, RealMem, Mem-Gallery, QMSum and
+FriendsQA recall benchmarks with baselines, the synthetic scale benchmark, and `report` to
+regenerate markdown from results folders.
 
 Examples:
     smartsearch-mcp bench locomo data/locomo --config offline --baseline bm25 \
         --baseline full-context
     smartsearch-mcp bench beam data/beam-100k --limit 50
     smartsearch-mcp bench longmemeval longmemeval_s.json
+    smartsearch-mcp bench qmsum QMSum/data/ALL/val --config offline --baseline bm25
     smartsearch-mcp bench scale --turns 1000000 --data data --modes indexed,grep
     smartsearch-mcp bench loop-lag --config lexical --turns 100000 --data data
     smartsearch-mcp bench inject --config offline
@@ -50,6 +52,18 @@ DATA_SOURCES: dict[str, str] = {
     "longmemeval": "LongMemEval comes from https://github.com/xiaowu0162/LongMemEval: get "
     "longmemeval_s.json as its README describes and pass that file, e.g. "
     "`smartsearch-mcp bench longmemeval longmemeval_s.json`.",
+    "realmem": "RealMem comes from https://github.com/zhiyuan5986/RealMemBench: pass its "
+    "dataset folder of *_dialogues_256k.json persona files (or one of them), e.g. "
+    "`smartsearch-mcp bench realmem RealMemBench/dataset`.",
+    "memgallery": "Mem-Gallery comes from https://github.com/ma-xueqian/Mem-Gallery: pass its "
+    "benchmark/data/dialog folder (or one conversation file), e.g. "
+    "`smartsearch-mcp bench memgallery Mem-Gallery/benchmark/data/dialog`.",
+    "qmsum": "QMSum comes from https://github.com/Yale-LILY/QMSum: pass data/ALL (its train/ "
+    "and val/ folders are the two halves), one split folder, or one meeting file, e.g. "
+    "`smartsearch-mcp bench qmsum QMSum/data/ALL/val`.",
+    "friendsqa": "FriendsQA comes from https://github.com/emorynlp/FriendsQA: pass a split "
+    "file such as dat/friendsqa_dev.json, e.g. "
+    "`smartsearch-mcp bench friendsqa FriendsQA/dat/friendsqa_dev.json`.",
 }
 
 
@@ -91,6 +105,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("locomo", "PATH", "LoCoMo: a folder of per-conversation files, or locomo10.json"),
         ("beam", "PATH", "BEAM: a split folder (1/chat.json, ...) or one conversation folder"),
         ("longmemeval", "FILE", "LongMemEval: a JSON file of records (e.g. longmemeval_s.json)"),
+        ("realmem", "PATH", "RealMem: a folder of persona files (*_dialogues_256k.json) or one"),
+        ("memgallery", "PATH", "Mem-Gallery: a folder of conversation files (dialog/) or one"),
+        ("qmsum", "PATH", "QMSum: data/ALL (train/, val/ as halves), one split folder or file"),
+        ("friendsqa", "FILE", "FriendsQA: a split file (e.g. friendsqa_dev.json)"),
     ):
         bench = sub.add_parser(name, parents=[common], help=help_text, description=help_text)
         bench.add_argument("path", metavar=target)
@@ -234,6 +252,10 @@ def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
         "locomo": "LoCoMo categories, e.g. 1,2,3,4 (default; add 5 for adversarial)",
         "beam": "BEAM abilities, e.g. information_extraction,temporal_reasoning (default all)",
         "longmemeval": "question types, e.g. multi-session,temporal-reasoning (default all)",
+        "realmem": "query categories, e.g. 'Dynamic Updating,Implicit Preference' (default all)",
+        "memgallery": "question types, e.g. FR,TR,VS (default all; AR has no gold)",
+        "qmsum": "meeting sources: product,academic,committee (default all)",
+        "friendsqa": "question words: who,what,where,when,why,how (default all)",
     }[bench]
     parser.add_argument("--categories", help=categories)
     parser.add_argument(
@@ -292,7 +314,7 @@ def _cmd_retrieval(
     args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
 ) -> int:
     from smartsearch_mcp.bench import datasets
-    from smartsearch_mcp.bench.metrics import summarize
+    from smartsearch_mcp.bench.metrics import summarize, summarize_halves
     from smartsearch_mcp.bench.report import write_summary
     from smartsearch_mcp.bench.results import (
         config_snapshot,
@@ -308,9 +330,17 @@ def _cmd_retrieval(
         raise InputError(f"{args.path}: no such file or folder. {DATA_SOURCES[args.bench]}")
     budgets = _parse_budgets(args.budgets)
     categories = _split(args.categories)
+    halved = {
+        "realmem": datasets.load_realmem_bench,
+        "memgallery": datasets.load_memgallery_bench,
+        "qmsum": datasets.load_qmsum_bench,
+        "friendsqa": datasets.load_friendsqa_bench,
+    }
     if args.bench == "locomo":
         numbers = _parse_locomo_categories(categories) if categories else (1, 2, 3, 4)
         benchmark = datasets.load_locomo_bench(args.path, numbers)
+    elif args.bench in halved:  # the sets whose haystacks are split into halves
+        benchmark = halved[args.bench](args.path, categories or None)
     elif args.bench == "beam":
         benchmark = datasets.load_beam_bench(args.path, categories or None)
     else:
@@ -363,6 +393,9 @@ def _cmd_retrieval(
         },
         "haystacks": output.haystacks,
         "summary": summarize(output.outcomes, budgets, benchmark.category_order),
+        "split": benchmark.split,
+        "halves": summarize_halves(output.outcomes, budgets, benchmark.category_order),
+        "data_counts": benchmark.counts,
         "questions": output.outcomes,
     }
     write_results(out_dir, data)

@@ -80,8 +80,10 @@ def summarize(
     """Aggregate per-question outcomes (as written to results.json) per category and overall.
 
     Returns {"categories", "questions", "excluded_no_gold", "recall": {system: {budget:
-    {category: mean}}}, "candidate_recall", "tokens", "words", "full_context_tokens",
-    "token_ratio", "latency_ms", "qa"}; budget keys are strings, as in JSON.
+    {category: mean}}}, "found_any" (the same shape: the share of questions with gold of
+    which at least one gold turn was returned), "candidate_recall", "tokens", "words",
+    "full_context_tokens", "token_ratio", "latency_ms", "qa"}; budget keys are strings, as
+    in JSON.
     """
     categories = ordered_categories(outcomes, category_order)
     groups: dict[str, list[Mapping[str, Any]]] = {c: [] for c in categories}
@@ -92,16 +94,20 @@ def summarize(
 
     systems = sorted({name for o in outcomes for name in o.get("systems", {})}, key=_system_key)
     recall: dict[str, dict[str, dict[str, float | None]]] = {}
+    found_any: dict[str, dict[str, dict[str, float | None]]] = {}
     tokens: dict[str, dict[str, float | None]] = {}
     words: dict[str, dict[str, float | None]] = {}
     ratio: dict[str, dict[str, float | None]] = {}
     for system in systems:
         budget_keys = ["all"] if system == FULL_CONTEXT else [str(b) for b in budgets]
-        recall[system] = {}
+        recall[system], found_any[system] = {}, {}
         tokens[system], words[system], ratio[system] = {}, {}, {}
         for budget in budget_keys:
             recall[system][budget] = {
                 key: mean(_at(o, system, budget, "recall") for o in groups[key]) for key in keys
+            }
+            found_any[system][budget] = {
+                key: mean(_found_any(o, system, budget) for o in groups[key]) for key in keys
             }
             tokens[system][budget] = mean(_at(o, system, budget, "tokens") for o in outcomes)
             words[system][budget] = mean(_at(o, system, budget, "words") for o in outcomes)
@@ -135,6 +141,7 @@ def summarize(
         "with_gold": {key: sum(1 for o in groups[key] if o.get("gold")) for key in keys},
         "excluded_no_gold": {key: sum(1 for o in groups[key] if not o.get("gold")) for key in keys},
         "recall": recall,
+        "found_any": found_any,
         "candidate_recall": {
             key: mean(o.get("candidate_recall") for o in groups[key]) for key in keys
         },
@@ -146,6 +153,20 @@ def summarize(
         "token_ratio": ratio,
         "latency_ms": latency,
         "qa": qa,
+    }
+
+
+def summarize_halves(
+    outcomes: Sequence[Mapping[str, Any]],
+    budgets: Sequence[int],
+    category_order: Sequence[str] = (),
+) -> dict[str, dict[str, Any]]:
+    """`summarize` of each half's outcomes (their `half`: the split by conversation), halves
+    in name order; empty when no outcome names a half."""
+    halves = sorted({str(o["half"]) for o in outcomes if o.get("half") is not None})
+    return {
+        half: summarize([o for o in outcomes if o.get("half") == half], budgets, category_order)
+        for half in halves
     }
 
 
@@ -194,6 +215,17 @@ def _system_key(name: str) -> tuple[int, str]:
 def _at(outcome: Mapping[str, Any], system: str, budget: str, field: str) -> float | None:
     value = outcome.get("systems", {}).get(system, {}).get(budget, {}).get(field)
     return None if value is None else float(value)
+
+
+def _found_any(outcome: Mapping[str, Any], system: str, budget: str) -> float | None:
+    """1.0 when a system returned at least one of the question's gold turns, 0.0 when none,
+    None when the question has no gold or the system did not run."""
+    if not outcome.get("gold"):
+        return None
+    entry = outcome.get("systems", {}).get(system, {}).get(budget)
+    if entry is None or "found" not in entry:
+        return None
+    return 1.0 if entry["found"] else 0.0
 
 
 def _ratio(part: float | None, whole: float | None) -> float | None:

@@ -25,8 +25,21 @@ BENCH_TITLES = {
     "locomo": "LoCoMo",
     "beam": "BEAM (100K)",
     "longmemeval": "LongMemEval",
+    "realmem": "RealMem",
+    "memgallery": "Mem-Gallery",
+    "qmsum": "QMSum",
+    "friendsqa": "FriendsQA",
     "scale": "Scale",
 }
+# What one haystack of a benchmark is (default: a conversation).
+HAYSTACK_UNITS = {
+    "longmemeval": "haystack",
+    "realmem": "persona",
+    "qmsum": "meeting",
+    "friendsqa": "scene",
+}
+HALF_SYSTEMS = (SMARTSEARCH, BM25)
+LISTED_HAYSTACKS = 8  # a half's haystacks are named when it has at most this many
 # The benchmarks whose shared conversations the presets were tuned on: their numbers are
 # development-set results, and each report says so.
 DEVELOPMENT_SETS = {
@@ -138,7 +151,7 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
     turns = sum(h_["turns"] for h_ in haystacks)
     unresolved = sum(len(o["unresolved_evidence"]) for o in data["questions"])
     no_gold = summary["excluded_no_gold"][OVERALL]
-    unit = "haystack" if data["bench"] == "longmemeval" else "conversation"
+    unit = HAYSTACK_UNITS.get(data["bench"], "conversation")
     lines.append(
         f"{_count(len(haystacks), unit)}, {turns:,} stored turns; "
         f"{_count(summary['questions'][OVERALL], 'question')}"
@@ -146,6 +159,9 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
         + f"; {no_gold} without gold evidence (excluded from recall{_by_category(summary)})"
         + f"; {unresolved} gold evidence id(s) could not be resolved to a turn."
     )
+    if data.get("data_counts"):
+        counts = "; ".join(f"{key}: {n:,}" for key, n in data["data_counts"].items())
+        lines.append(f"In the data as loaded: {counts}.")
     words = ", ".join(f"{PAPER_WORDS[int(b)]:,}" for b in budgets if int(b) in PAPER_WORDS)
     lines.append(
         f"Budgets are in **tokens** ({data['tokenizer']}), the unit `recall` takes"
@@ -184,6 +200,7 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
                 + [kept, "", ""]
             )
         )
+    lines += _halves_table(data, summary, h)
     lines += _curve_table(data, summary, h)
     lines += ["", f"{h}# Latency per question (ms)", ""]
     lines += _latency_table(data, summary)
@@ -204,6 +221,47 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
         shown = sorted(data["warnings"].items(), key=lambda kv: -kv[1])[:5]
         lines.append("Warnings from recall: " + "; ".join(f"{w!r} ({n}×)" for w, n in shown) + ".")
     return "\n".join(lines)
+
+
+def _halves_table(data: dict[str, Any], summary: dict[str, Any], h: str) -> list[str]:
+    """Recall and the share of questions with at least one gold turn found, overall and on
+    each half of the split by conversation; empty when the haystacks have no halves."""
+    halves: dict[str, dict[str, Any]] = data.get("halves") or {}
+    if not halves:
+        return []
+    unit = HAYSTACK_UNITS.get(data["bench"], "conversation")
+    lines = ["", f"{h}# By half (split by {unit})", ""]
+    if data.get("split"):
+        lines.append(f"The {data['split']}.")
+    for half in halves:
+        names = [h_["name"] for h_ in data["haystacks"] if h_.get("half") == half]
+        shown = ", ".join(names) if len(names) <= LISTED_HAYSTACKS else _count(len(names), unit)
+        lines.append(f"Half {half}: {shown}.")
+    lines.append(
+        "Recall as above; found = the share of questions with gold of which at least one "
+        "gold turn was returned."
+    )
+    parts = [("all", summary), *halves.items()]
+    header = ["budget (tokens)", "system"]
+    for name, part in parts:
+        n = part["with_gold"][OVERALL]
+        header += [f"{name} (n={n}): recall", f"{name}: found"]
+    lines += ["", _row(header), _row(["---"] * 2 + ["---:"] * (len(header) - 2))]
+    for budget in (str(b) for b in data["budgets"]):
+        for system in HALF_SYSTEMS:
+            if system not in summary["recall"]:
+                continue
+            cells = [f"{int(budget):,}", SYSTEM_NAMES.get(system, system)]
+            for _, part in parts:
+                cells.append(_fmt(_part_value(part, "recall", system, budget)))
+                cells.append(_fmt(_part_value(part, "found_any", system, budget)))
+            lines.append(_row(cells))
+    return lines
+
+
+def _part_value(part: dict[str, Any], metric: str, system: str, budget: str) -> float | None:
+    value: float | None = part.get(metric, {}).get(system, {}).get(budget, {}).get(OVERALL)
+    return value
 
 
 def _curve_table(data: dict[str, Any], summary: dict[str, Any], h: str) -> list[str]:

@@ -240,52 +240,70 @@ async def _run_haystack(
     questions: list[BenchQuestion],
     warm_up: bool,
 ) -> None:
+    """Remember the haystack and ask its questions: those asked during the conversation
+    (`asked_at`) once what precedes them is remembered, the others after all of it."""
     config, counter, output, progress = run.config, run.counter, run.output, run.progress
-    progress.set_description(f"{haystack.name}: remembering")
-    labels, remember_s, stored = await _remember(memory, haystack, config)
-    # What a running server does in the background after `remember`: embed the new turns
-    # (a no-op without a bi-encoder), so questions are timed at steady state.
-    progress.set_description(f"{haystack.name}: embedding")
-    hits_before = run.pool.embed_cache_hits
-    started = time.perf_counter()
-    embedded = await memory.pipeline.embed_backlog()
-    embed_s = time.perf_counter() - started
-    cached = run.pool.embed_cache_hits - hits_before
-    scope = Scope(namespaces=(memory.namespace,))
-    turns = {turn.id: turn for turn in await memory.store.scope_turns(scope)}
-    turn_tokens = {turn_id: counter.count(turn.text) for turn_id, turn in turns.items()}
-    full_tokens = sum(turn_tokens.values())
-    full_words = sum(word_count(turn.text) for turn in turns.values())
+    writer = _HaystackWriter(memory, haystack, max(1, config.store.max_turns_per_call))
+    token_counts: dict[int, int] = {}
+    embedded, embed_s, cached = 0, 0.0, 0
+    context: _HaystackContext | None = None
+    for stop, asked in _stages(questions):
+        progress.set_description(f"{haystack.name}: remembering")
+        await writer.remember_until(stop)
+        # What a running server does in the background after `remember`: embed the new
+        # turns (a no-op without a bi-encoder), so questions are timed at steady state.
+        progress.set_description(f"{haystack.name}: embedding")
+        hits_before = run.pool.embed_cache_hits
+        started = time.perf_counter()
+        embedded += await memory.pipeline.embed_backlog()
+        embed_s += time.perf_counter() - started
+        cached += run.pool.embed_cache_hits - hits_before
+        context = await _context(memory, writer.labels, counter, token_counts)
+        if warm_up:  # load the models before anything is timed
+            started = time.perf_counter()
+            await memory.pipeline.rank(WARM_UP_QUERY, context.scope, None)
+            log.info("warm-up recall (model loading) took %.1f s", time.perf_counter() - started)
+            warm_up = False
+        progress.set_description(haystack.name)
+        for question in asked:
+            outcome = await _evaluate(memory, haystack, question, config, run.options, context)
+            for ranker in outcome["rankers"]:
+                output.rankers[ranker] = output.rankers.get(ranker, 0) + 1
+            for warning in outcome["warnings"]:
+                output.warnings[warning] = output.warnings.get(warning, 0) + 1
+            output.outcomes.append(outcome)
+            progress.update(1)
+    stored = writer.stored
     output.haystacks.append(
         {
             "name": haystack.name,
+            "half": haystack.half,
             "sessions": len(haystack.sessions),
             "input_turns": sum(len(session.turns) for session in haystack.sessions),
-            "turns": len(turns),  # stored: a turn repeated within a session is kept once
+            # stored (a turn repeated within a session is kept once), by the last question:
+            # a haystack asked during the conversation is remembered only that far
+            "turns": len(context.turns) if context else 0,
             "questions": len(questions),
-            "full_context_tokens": full_tokens,
-            "full_context_words": full_words,
-            "remember_s": round(remember_s, 4),
-            "remember_turns_per_s": round(stored / remember_s, 1) if remember_s else None,
+            "full_context_tokens": context.full_tokens if context else 0,
+            "full_context_words": context.full_words if context else 0,
+            "remember_s": round(writer.elapsed, 4),
+            "remember_turns_per_s": round(stored / writer.elapsed, 1) if writer.elapsed else None,
             "embedded_passages": embedded,
             "embed_s": round(embed_s, 4),
             "embed_cache_hits": cached,  # of those, vectors found in `--embed-cache`
         }
     )
-    if warm_up:  # load the models before anything is timed
-        started = time.perf_counter()
-        await memory.pipeline.rank(WARM_UP_QUERY, scope, None)
-        log.info("warm-up recall (model loading) took %.1f s", time.perf_counter() - started)
-    context = _HaystackContext(turns, turn_tokens, full_tokens, full_words, labels, scope, counter)
-    progress.set_description(haystack.name)
+
+
+def _stages(
+    questions: Sequence[BenchQuestion],
+) -> list[tuple[tuple[int, int] | None, list[BenchQuestion]]]:
+    """The questions grouped by where they are asked, in conversation order (those asked
+    after the whole haystack last); each group keeps the questions' order."""
+    groups: dict[tuple[int, int] | None, list[BenchQuestion]] = {}
     for question in questions:
-        outcome = await _evaluate(memory, haystack, question, config, run.options, context)
-        for ranker in outcome["rankers"]:
-            output.rankers[ranker] = output.rankers.get(ranker, 0) + 1
-        for warning in outcome["warnings"]:
-            output.warnings[warning] = output.warnings.get(warning, 0) + 1
-        output.outcomes.append(outcome)
-        progress.update(1)
+        groups.setdefault(question.asked_at, []).append(question)
+    return sorted(groups.items(), key=lambda item: (item[0] is None, item[0] or (0, 0)))
 
 
 @dataclass(frozen=True)
@@ -299,29 +317,75 @@ class _HaystackContext:
     counter: TokenCounter
 
 
+async def _context(
+    memory: Memory,
+    labels: dict[str, list[int]],
+    counter: TokenCounter,
+    token_counts: dict[int, int],
+) -> _HaystackContext:
+    """What the memory holds now (`token_counts` caches turns' counts across calls)."""
+    scope = Scope(namespaces=(memory.namespace,))
+    turns = {turn.id: turn for turn in await memory.store.scope_turns(scope)}
+    for turn_id, turn in turns.items():
+        if turn_id not in token_counts:
+            token_counts[turn_id] = counter.count(turn.text)
+    turn_tokens = {turn_id: token_counts[turn_id] for turn_id in turns}
+    full_words = sum(word_count(turn.text) for turn in turns.values())
+    return _HaystackContext(
+        turns, turn_tokens, sum(turn_tokens.values()), full_words, labels, scope, counter
+    )
+
+
 async def _remember(
     memory: Memory, haystack: Haystack, config: Config
 ) -> tuple[dict[str, list[int]], float, int]:
-    """Store every session (in chunks the store accepts); map gold labels to turn ids."""
-    labels: dict[str, list[int]] = {}
-    limit = max(1, config.store.max_turns_per_call)
-    elapsed = 0.0
-    stored = 0
-    for session in haystack.sessions:
-        session_id = session.session_id
-        for start in range(0, len(session.turns), limit):
-            chunk = session.turns[start : start + limit]
-            started = time.perf_counter()
-            result = await memory.remember(chunk, session_id=session_id)
-            elapsed += time.perf_counter() - started
-            session_id = result.session_id
-            stored += result.stored
-            for offset, (turn, turn_id) in enumerate(zip(chunk, result.ids, strict=True)):
-                for label in haystack.labeler(str(session.session_id), start + offset, turn):
-                    ids = labels.setdefault(label, [])
-                    if turn_id not in ids:
-                        ids.append(turn_id)
-    return labels, elapsed, stored
+    """Store every session; return the gold labels' turn ids, the seconds it took and the
+    turns stored."""
+    writer = _HaystackWriter(memory, haystack, max(1, config.store.max_turns_per_call))
+    await writer.remember_until(None)
+    return writer.labels, writer.elapsed, writer.stored
+
+
+class _HaystackWriter:
+    """Remembers a haystack's sessions in order (in chunks the store accepts), up to a
+    point and later on from there; maps gold labels to the stored turn ids."""
+
+    def __init__(self, memory: Memory, haystack: Haystack, chunk: int) -> None:
+        self.memory = memory
+        self.haystack = haystack
+        self.chunk = chunk
+        self.labels: dict[str, list[int]] = {}
+        self.elapsed = 0.0
+        self.stored = 0
+        self._next = (0, 0)  # the first turn not remembered yet: (session, position)
+        self._session_ids: dict[int, str | None] = {}
+
+    async def remember_until(self, stop: tuple[int, int] | None) -> None:
+        """Remember every turn before `stop` (session index, position), or all with None."""
+        sessions = self.haystack.sessions
+        end = stop if stop is not None else (len(sessions), 0)
+        while self._next < end and self._next[0] < len(sessions):
+            index, position = self._next
+            session = sessions[index]
+            last = end[1] if index == end[0] else len(session.turns)
+            for start in range(position, min(last, len(session.turns)), self.chunk):
+                await self._remember(index, start, min(start + self.chunk, last))
+            self._next = (index, last) if index == end[0] else (index + 1, 0)
+
+    async def _remember(self, index: int, start: int, end: int) -> None:
+        session = self.haystack.sessions[index]
+        chunk = session.turns[start:end]
+        session_id = self._session_ids.get(index, session.session_id)
+        started = time.perf_counter()
+        result = await self.memory.remember(chunk, session_id=session_id)
+        self.elapsed += time.perf_counter() - started
+        self._session_ids[index] = result.session_id
+        self.stored += result.stored
+        for offset, (turn, turn_id) in enumerate(zip(chunk, result.ids, strict=True)):
+            for label in self.haystack.labeler(str(session.session_id), start + offset, turn):
+                ids = self.labels.setdefault(label, [])
+                if turn_id not in ids:
+                    ids.append(turn_id)
 
 
 async def _evaluate(
@@ -407,6 +471,7 @@ async def _evaluate(
     outcome: dict[str, Any] = {
         "id": question.qid,
         "haystack": haystack.name,
+        "half": haystack.half,
         "question": question.question,
         "category": question.category,
         "answer": question.answer,

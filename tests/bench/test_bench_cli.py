@@ -199,7 +199,8 @@ def test_without_a_bench_name_help_is_shown(capsys: pytest.CaptureFixture[str]) 
 
 def test_the_parser_documents_every_bench() -> None:
     text = build_parser().format_help()
-    for name in ("locomo", "beam", "longmemeval", "scale", "report"):
+    benches = ("locomo", "beam", "longmemeval", "realmem", "memgallery", "qmsum", "friendsqa")
+    for name in (*benches, "scale", "report"):
         assert name in text
 
 
@@ -260,3 +261,114 @@ def test_cold_recall_bench_times_fresh_cli_processes_that_answer(
     assert all(run["wall_s"] > 0 and run["cpu_s"] > 0 for run in summary["runs"])
     assert summary["later_wall_p50_s"] == summary["runs"][1]["wall_s"]
     assert "| first (may export the bi-encoder) |" in (out / "summary.md").read_text()
+
+
+@pytest.fixture(scope="module")
+def lexical_preset() -> Config:
+    """The shipped `lexical` preset: recall without any learned model."""
+    return Config.load("lexical")
+
+
+def halves_table(markdown: str) -> str:
+    return markdown.split("By half", 1)[1].split("\n###", 1)[0]
+
+
+def test_realmem_bench_asks_each_query_where_it_occurs_and_reports_both_halves(
+    lexical_preset: Config, tmp_path: Path
+) -> None:
+    out = tmp_path / "realmem"
+    data = run(
+        ["realmem", str(FIXTURES / "realmem"), "--baseline", "bm25", "--baseline",
+         "full-context", "--budgets", "1500,6000", "--no-plots"],
+        lexical_preset,
+        out,
+    )  # fmt: skip
+
+    assert [q["id"] for q in data["questions"]] == [
+        "Ana_Example:Q-0001",
+        "Ana_Example:Q-0002",
+        "Ana_Example:Q-0003",
+        "Bo_Example:Q-0001",
+    ]
+    first, second, no_gold, bo = data["questions"]
+    assert len(first["gold"]) == 2 and len(second["gold"]) == 2 and len(bo["gold"]) == 1
+    # all gold is in the past: whatever memory held when the query came holds it
+    assert {q["systems"]["full-context"]["all"]["recall"] for q in (first, second, bo)} == {1.0}
+    assert first["full_context_tokens"] < second["full_context_tokens"]
+    assert no_gold["gold"] == [] and len(no_gold["unresolved_evidence"]) == 1
+    ana = data["haystacks"][0]
+    assert (ana["half"], ana["input_turns"], ana["turns"]) == ("A", 13, 11)  # by Q-0003
+    assert set(data["halves"]) == {"A", "B"}
+    assert data["halves"]["B"]["with_gold"]["overall"] == 1
+    assert data["data_counts"]["memory references to the query turn or later (dropped)"] == 1
+    markdown = (out / "summary.md").read_text()
+    table = halves_table(markdown)
+    assert "| A (n=2): recall | A: found | B (n=1): recall | B: found |" in table
+    assert "| 6,000 | BM25 (FTS5) |" in table
+    assert "Half A: Ana_Example." in table
+    assert "memory points unresolved: 1" in markdown
+    assert_recall_in_unit_interval(data)
+
+
+def test_memgallery_bench_excludes_abstention_and_alternates_conversations(
+    lexical_preset: Config, tmp_path: Path
+) -> None:
+    out = tmp_path / "memgallery"
+    data = run(["memgallery", str(FIXTURES / "memgallery"), "--no-plots"], lexical_preset, out)
+
+    summary = data["summary"]
+    assert summary["excluded_no_gold"]["AR"] == 1
+    assert summary["with_gold"]["overall"] == 5
+    assert summary["categories"][:2] == ["VS", "FR"]  # in Mem-Gallery's type order
+    mr = next(q for q in data["questions"] if q["category"] == "MR")
+    assert len(mr["gold"]) == 4  # two rounds: each the user turn and the reply
+    assert mr["unresolved_evidence"] == ["D7:3"]
+    assert {h["name"]: h["half"] for h in data["haystacks"]} == {
+        "Birdwatching_City_Parks": "A",
+        "Community_Garden_Plots": "B",
+        "Pottery_Weekend_Studio": "A",
+    }
+    assert data["halves"]["A"]["with_gold"]["overall"] == 4
+    assert "Half B: Community_Garden_Plots." in (out / "summary.md").read_text()
+
+
+def test_qmsum_bench_halves_are_the_split_folders_and_found_is_reported(
+    lexical_preset: Config, tmp_path: Path
+) -> None:
+    out = tmp_path / "qmsum"
+    data = run(
+        ["qmsum", str(FIXTURES / "qmsum"), "--baseline", "bm25", "--no-plots"],
+        lexical_preset,
+        out,
+    )
+
+    assert [(h["name"], h["half"], h["turns"]) for h in data["haystacks"]] == [
+        ("TS1001a", "train", 7),
+        ("Bro001", "val", 5),
+        ("education_4", "val", 3),
+    ]
+    assert list(data["halves"]) == ["train", "val"]
+    assert data["summary"]["categories"] == ["product", "academic", "committee"]
+    found = data["summary"]["found_any"]["smartsearch"]["6000"]["overall"]
+    assert found is not None and 0.0 < found <= 1.0
+    table = halves_table((out / "summary.md").read_text())
+    assert "train (n=2): recall" in table and "val (n=2): recall" in table
+
+
+def test_friendsqa_bench_scores_each_scene_with_every_gold_utterance(
+    lexical_preset: Config, tmp_path: Path
+) -> None:
+    out = tmp_path / "friendsqa"
+    data = run(
+        ["friendsqa", str(FIXTURES / "friendsqa" / "friendsqa_fixture.json"), "--baseline",
+         "full-context", "--budgets", "6000"],
+        lexical_preset,
+        out,
+    )  # fmt: skip
+
+    assert len(data["questions"]) == 5
+    pink = data["questions"][0]
+    assert (pink["category"], len(pink["gold"])) == ("what", 2)
+    assert pink["systems"]["full-context"]["all"]["recall"] == 1.0
+    assert {h["half"] for h in data["haystacks"]} == {"A", "B"}
+    assert (out / "recall_vs_budget.png").read_bytes()[:8] == PNG_MAGIC

@@ -9,9 +9,14 @@ from typing import Any
 import pytest
 
 from smartsearch_mcp.bench.datasets import (
+    alternate_halves,
     load_beam_bench,
+    load_friendsqa_bench,
     load_locomo_bench,
     load_longmemeval_bench,
+    load_memgallery_bench,
+    load_qmsum_bench,
+    load_realmem_bench,
 )
 from smartsearch_mcp.types import InputError
 
@@ -107,3 +112,131 @@ def test_longmemeval_sample_record_with_its_whole_haystack(shared_data: Any) -> 
 def test_a_missing_path_is_a_clear_error(loader: object, tmp_path: object) -> None:
     with pytest.raises(InputError, match="no such file or folder"):
         loader(f"{tmp_path}/nowhere")  # type: ignore[operator]
+
+
+def test_realmem_queries_are_asked_where_they_occur_with_their_two_hop_gold() -> None:
+    benchmark = load_realmem_bench(FIXTURES / "realmem")
+
+    ana, _ = benchmark.haystacks
+    assert [q.asked_at for q in ana.questions] == [(2, 1), (2, 3), (2, 5)]
+    first = ana.questions[0]
+    assert first.qid == "Ana_Example:Q-0001"
+    assert first.gold_labels == ["aaaa0001#0", "aaaa0001#2"]
+    assert len(first.unresolved_evidence) == 2
+    assert first.reference == datetime(2025, 3, 2)
+    turn = ana.sessions[0].turns[2]
+    assert ana.labeler(str(ana.sessions[0].session_id), 2, turn) == ["aaaa0001#2"]
+    assert benchmark.counts["memory references"] == 9  # both personas
+    assert benchmark.counts["memory points unresolved"] == 1
+
+
+def test_realmem_categories_filter_queries() -> None:
+    benchmark = load_realmem_bench(FIXTURES / "realmem", ["Dynamic Updating"])
+
+    assert [len(h.questions) for h in benchmark.haystacks] == [0, 1]
+
+
+def test_memgallery_rounds_label_both_turns_and_abstention_has_no_gold() -> None:
+    benchmark = load_memgallery_bench(FIXTURES / "memgallery")
+
+    pottery = benchmark.haystacks[2]
+    session = pottery.sessions[0]
+    labels = [pottery.labeler(str(session.session_id), i, t) for i, t in enumerate(session.turns)]
+    assert labels == [["D1:1"], ["D1:1"], ["D1:2"], ["D1:2"]]
+    assert [(q.category, q.gold_labels) for q in pottery.questions] == [
+        ("FR", ["D1:1"]),
+        ("VS", ["D2:2"]),
+        ("MR", ["D2:1", "D1:2"]),
+        ("AR", []),
+    ]
+    assert pottery.questions[2].unresolved_evidence == ["D7:3"]
+    assert pottery.questions[0].reference == datetime(2024, 4, 20)  # after the last session
+    assert benchmark.counts == {
+        "questions without clue (abstention)": 1,
+        "clue ids naming no round": 1,
+    }
+
+
+def test_qmsum_meetings_are_halved_by_their_split_folder_and_gold_is_the_spans() -> None:
+    benchmark = load_qmsum_bench(FIXTURES / "qmsum")
+
+    assert [(h.name, h.half) for h in benchmark.haystacks] == [
+        ("TS1001a", "train"),
+        ("Bro001", "val"),
+        ("education_4", "val"),
+    ]
+    colour, battery = benchmark.haystacks[0].questions
+    assert colour.gold_labels == ["1", "3", "6"]
+    assert (colour.category, battery.unresolved_evidence) == ("product", ["['5', '40']"])
+    assert benchmark.counts["general queries (no span; not asked)"] == 3
+    assert benchmark.counts["gold turns without text (not gold)"] == 1
+    assert [h.name for h in load_qmsum_bench(FIXTURES / "qmsum", ["committee"]).haystacks] == [
+        "education_4"
+    ]
+
+
+def test_friendsqa_gold_is_a_set_of_utterances_and_categories_are_question_words() -> None:
+    benchmark = load_friendsqa_bench(FIXTURES / "friendsqa" / "friendsqa_fixture.json")
+
+    laundromat = benchmark.haystacks[0]
+    pink, who = laundromat.questions
+    assert (pink.category, pink.gold_labels) == ("what", ["1", "2"])
+    assert (who.category, who.gold_labels, who.unresolved_evidence) == ("who", ["1"], ["7"])
+    assert pink.answer == "my red sock | That sock | red sock"
+    turn = laundromat.sessions[0].turns[3]
+    assert laundromat.labeler("any", 3, turn) == ["3"]
+
+
+@pytest.mark.parametrize(
+    ("loader", "path", "halves"),
+    [
+        (load_realmem_bench, "realmem", {"Ana_Example": "A", "Bo_Example": "B"}),
+        (
+            load_memgallery_bench,
+            "memgallery",
+            {
+                "Birdwatching_City_Parks": "A",
+                "Community_Garden_Plots": "B",
+                "Pottery_Weekend_Studio": "A",
+            },
+        ),
+        (
+            load_friendsqa_bench,
+            "friendsqa/friendsqa_fixture.json",
+            {"s01_e01_c01": "A", "s01_e01_c03": "B", "s01_e02_c01": "A"},
+        ),
+    ],
+)
+def test_halves_alternate_by_conversation_in_name_order(
+    loader: Any, path: str, halves: dict[str, str]
+) -> None:
+    benchmark = loader(FIXTURES / path)
+
+    assert {h.name: h.half for h in benchmark.haystacks} == halves
+    assert benchmark.split
+
+
+def test_alternate_halves_do_not_depend_on_the_order_names_come_in() -> None:
+    names = ["c", "a", "d", "b", "e"]
+
+    assert alternate_halves(names) == {"a": "A", "b": "B", "c": "A", "d": "B", "e": "A"}
+    assert alternate_halves(list(reversed(names))) == alternate_halves(names)
+
+
+@pytest.mark.slow
+def test_the_shared_sets_as_distributed_resolve_as_their_readme_counts(shared_data: Any) -> None:
+    realmem = load_realmem_bench(shared_data("realmem"))
+    questions = [q for h in realmem.haystacks for q in h.questions]
+    assert len(questions) == 980
+    assert sum(bool(q.gold_labels) for q in questions) == 939
+    assert realmem.counts["memory references resolved"] == 2056
+    assert realmem.counts["memory points unresolved"] == 71
+    memgallery = load_memgallery_bench(shared_data("memgallery"))
+    questions = [q for h in memgallery.haystacks for q in h.questions]
+    assert (len(questions), sum(len(q.gold_labels) for q in questions)) == (1293, 3099)
+    friendsqa = load_friendsqa_bench(shared_data("friendsqa/friendsqa_dev.json"))
+    questions = [q for h in friendsqa.haystacks for q in h.questions]
+    assert (len(questions), sum(len(q.gold_labels) for q in questions)) == (1182, 1349)
+    qmsum = load_qmsum_bench(shared_data("qmsum"))
+    assert {h.half for h in qmsum.haystacks} == {"train", "val"}
+    assert sum(len(h.questions) for h in qmsum.haystacks) == 1095 + 237

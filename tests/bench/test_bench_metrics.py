@@ -15,6 +15,7 @@ from smartsearch_mcp.bench.metrics import (
     ordered_categories,
     percentile,
     summarize,
+    summarize_halves,
     word_count,
 )
 
@@ -113,6 +114,49 @@ def test_summarize_averages_per_category_and_overall_excluding_questions_without
     assert summary["full_context_tokens"] == 1000
     assert summary["latency_ms"]["end_to_end"]["p50"] == 25.0
     assert summary["qa"] is None
+
+
+def found(gold: list[int], returned: list[int], half: str | None = None) -> dict[str, Any]:
+    hits = [i for i in gold if i in returned]
+    return {
+        "category": "c",
+        "half": half,
+        "gold": gold,
+        "systems": {
+            "smartsearch": {
+                "100": {"recall": evidence_recall(gold, returned), "found": hits, "tokens": 1}
+            }
+        },
+    }
+
+
+def test_summarize_reports_the_share_of_questions_with_at_least_one_gold_turn_found() -> None:
+    outcomes = [found([1, 2, 3, 4], [1]), found([5, 6], []), found([7], [7]), found([], [8])]
+
+    summary = summarize(outcomes, [100])
+
+    assert summary["recall"]["smartsearch"]["100"]["overall"] == pytest.approx(1.25 / 3)
+    assert summary["found_any"]["smartsearch"]["100"]["overall"] == pytest.approx(2 / 3)
+
+
+def test_each_half_is_summarized_on_its_own_questions() -> None:
+    outcomes = [
+        found([1, 2], [1], half="B"),
+        found([3], [3], half="A"),
+        found([4], [], half="B"),
+    ]
+
+    halves = summarize_halves(outcomes, [100])
+
+    assert list(halves) == ["A", "B"]
+    assert halves["A"]["recall"]["smartsearch"]["100"]["overall"] == 1.0
+    assert halves["B"]["recall"]["smartsearch"]["100"]["overall"] == 0.25
+    assert halves["B"]["found_any"]["smartsearch"]["100"]["overall"] == 0.5
+    assert halves["B"]["questions"]["overall"] == 2
+
+
+def test_without_halves_there_is_nothing_to_summarize_per_half() -> None:
+    assert summarize_halves([found([1], [1])], [100]) == {}
 
 
 def test_summarize_reports_what_a_cascades_first_pass_keeps_of_the_candidates_gold() -> None:

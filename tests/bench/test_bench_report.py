@@ -154,3 +154,22 @@ def test_scale_results_render_a_table_with_targets() -> None:
     assert "| 2,000 | 10,000 | 2.0 | grep (streamed) | 9,000 | 9,900 | 9,500 | 300 |" in text
     assert "read it from the database on every query" in text
     assert "**met**" in text
+
+
+def test_a_benchmark_without_halves_shows_no_half_table(results_dir: Path) -> None:
+    data = json.loads((results_dir / "results.json").read_text())
+
+    assert data["halves"] == {}
+    assert "By half" not in (results_dir / "summary.md").read_text()
+
+
+def test_a_half_of_many_haystacks_is_shown_by_their_count(results_dir: Path) -> None:
+    data = json.loads((results_dir / "results.json").read_text())
+    (haystack,) = data["haystacks"]
+    data["haystacks"] = [dict(haystack, name=f"c{i}", half="AB"[i % 2]) for i in range(20)]
+    data["halves"] = {"A": data["summary"], "B": data["summary"]}
+
+    markdown = render_markdown(data)
+
+    assert "Half A: 10 conversations." in markdown
+    assert "| 1,000 | BM25 (FTS5) |" in markdown.split("By half", 1)[1]

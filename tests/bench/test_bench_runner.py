@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from smartsearch_mcp.bench.datasets import load_locomo_bench, load_longmemeval_bench
+from smartsearch_mcp.bench.datasets import (
+    Benchmark,
+    BenchQuestion,
+    Haystack,
+    load_locomo_bench,
+    load_longmemeval_bench,
+)
 from smartsearch_mcp.bench.runner import (
     WARM_UP_QUERY,
     RunOptions,
@@ -16,6 +22,7 @@ from smartsearch_mcp.bench.runner import (
     run_benchmark,
 )
 from smartsearch_mcp.config import Config
+from smartsearch_mcp.types import SessionInput, TurnInput
 
 pytestmark = pytest.mark.anyio
 
@@ -160,3 +167,53 @@ async def test_without_cascade_cuts_nothing_is_counted(fake_pool: Any) -> None:
     output = await run_locomo(fake_pool)
 
     assert all(outcome["first_pass_found"] == {} for outcome in output.outcomes)
+
+
+def staged_benchmark() -> Benchmark:
+    """Two sessions of three turns; questions asked in the first session, at the start of
+    the second, and after both."""
+    sessions = [
+        SessionInput(
+            f"s{s}",
+            [TurnInput(f"turn {s}-{p} about kites", metadata={"n": f"{s}-{p}"}) for p in range(3)],
+        )
+        for s in range(2)
+    ]
+
+    def ask(qid: str, gold: list[str], at: tuple[int, int] | None) -> BenchQuestion:
+        return BenchQuestion(qid, "kites", "c", "", gold, asked_at=at)
+
+    questions = [
+        ask("after", ["1-2"], None),
+        ask("second", ["0-2", "1-0"], (1, 0)),
+        ask("first", ["0-0", "0-1"], (0, 2)),
+    ]
+    labeler = lambda session_id, position, turn: [turn.metadata["n"]]  # noqa: E731
+    return Benchmark("staged", "test", [Haystack("h", sessions, questions, labeler, "A")], ("c",))
+
+
+async def test_a_question_asked_during_the_conversation_sees_only_the_turns_before_it(
+    fake_pool: Any, fast_config: Config
+) -> None:
+    options = RunOptions(budgets=(1000,), baselines=("full-context",), progress=False)
+
+    output = await run_benchmark(staged_benchmark(), fast_config, options, pool=fake_pool)
+
+    by_id = {o["id"]: o for o in output.outcomes}
+    assert [o["id"] for o in output.outcomes] == ["first", "second", "after"]
+    returned = {
+        qid: len(o["systems"]["smartsearch"]["1000"]["returned"]) for qid, o in by_id.items()
+    }
+    assert returned == {"first": 2, "second": 3, "after": 6}
+    # "1-0" is said after the second question is asked: not gold, reported unresolved
+    assert by_id["second"]["gold_labels"] == ["0-2", "1-0"]
+    assert by_id["second"]["unresolved_evidence"] == ["1-0"]
+    assert len(by_id["second"]["gold"]) == 1
+    assert by_id["first"]["full_context_tokens"] < by_id["after"]["full_context_tokens"]
+    assert {o["half"] for o in output.outcomes} == {"A"}
+    (haystack,) = output.haystacks
+    assert (haystack["turns"], haystack["input_turns"], haystack["half"]) == (6, 6, "A")
+    # the first session, remembered in two parts, is one session
+    first_part = {t["session_id"] for t in by_id["first"]["gold_turns"].values()}
+    second_part = {t["session_id"] for t in by_id["second"]["gold_turns"].values()}
+    assert first_part == second_part == {"s0"}
