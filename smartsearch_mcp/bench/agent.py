@@ -20,11 +20,12 @@ import json
 import statistics
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from smartsearch_mcp.bench import ablation
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.dates import format_timestamp, parse_timestamp
 from smartsearch_mcp.importers.claude_code import SESSION_PREFIX, parse_transcript_lines
@@ -343,13 +344,7 @@ def format_agent(
 
 def ablations(config: Config) -> dict[str, Config]:
     """One configuration per adjustment the preset runs (`rank.adjust`), without it."""
-    listed = config.rank.adjust
-    return {
-        f"without {name}": replace(
-            config, rank=replace(config.rank, adjust=tuple(n for n in listed if n != name))
-        )
-        for name in listed
-    }
+    return {f"without {name}": run for name, run in ablation.ablations(config).items()}
 
 
 def format_ablation(summaries: dict[str, dict[str, dict[str, Any]]]) -> str:

@@ -271,6 +271,12 @@ def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
         help="token budgets (default 750,1500,3000,6000 ≈ 500/1000/2000/4000 words)",
     )
     parser.add_argument(
+        "--ablate",
+        action="store_true",
+        help="also rank every question with each adjustment of rank.adjust off, one at a "
+        "time (recall at the default budget; the report's 'Each adjustment off' table)",
+    )
+    parser.add_argument(
         "--alphas",
         default=",".join(f"{a:g}" for a in DEFAULT_ALPHAS),
         help="truncation thresholds compared at the default budget on the same rankings, "
@@ -314,6 +320,7 @@ def _cmd_retrieval(
     args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
 ) -> int:
     from smartsearch_mcp.bench import datasets
+    from smartsearch_mcp.bench.ablation import ablations
     from smartsearch_mcp.bench.metrics import summarize, summarize_halves
     from smartsearch_mcp.bench.report import write_summary
     from smartsearch_mcp.bench.results import (
@@ -358,6 +365,7 @@ def _cmd_retrieval(
         qa_budget=args.qa_budget,
         embed_cache=Path(args.embed_cache) if args.embed_cache else None,
         alphas=_parse_alphas(args.alphas),
+        ablations=tuple(ablations(config).items()) if args.ablate else (),
         database=args.db,
         cascade_cuts=_parse_cuts(args.cascade_cuts),
     )

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from smartsearch_mcp.bench.ablation import ABLATION_PREFIX
 from smartsearch_mcp.bench.metrics import (
     ALPHA_PREFIX,
     BM25,
@@ -202,6 +203,7 @@ def _render_retrieval(data: dict[str, Any], level: int) -> str:
         )
     lines += _halves_table(data, summary, h)
     lines += _curve_table(data, summary, h)
+    lines += _ablation_table(data, summary, h)
     lines += ["", f"{h}# Latency per question (ms)", ""]
     lines += _latency_table(data, summary)
     lines.append(_remember_line(haystacks))
@@ -300,6 +302,43 @@ def _curve_table(data: dict[str, Any], summary: dict[str, Any], h: str) -> list[
             )
     lines += [_row(cells) for _, cells in sorted(rows, key=lambda r: r[0])]
     return lines
+
+
+def _ablation_table(data: dict[str, Any], summary: dict[str, Any], h: str) -> list[str]:
+    """Recall at the main budget as configured and with each adjustment off (`--ablate`):
+    overall, on each half and in each category, with the change against as configured."""
+    recall = summary["recall"]
+    names = [n for n in recall if n.startswith(ABLATION_PREFIX)]
+    main = str(data.get("primary_budget") or "")
+    if not names or main not in recall.get(SMARTSEARCH, {}):
+        return []
+    halves: dict[str, dict[str, Any]] = data.get("halves") or {}
+    categories = [k for k in _recall_keys(summary) if k != OVERALL]
+    lines = ["", f"{h}# Each adjustment off (recall at {int(main):,} tokens)", ""]
+    header = ["run", "all", *[f"half {half}" for half in halves], *map(_label, categories)]
+    lines += [_row(header), _row(["---"] + ["---:"] * (len(header) - 1))]
+
+    def cells(system: str) -> list[str]:
+        base = [_part_value(summary, "recall", SMARTSEARCH, main)]
+        base += [_part_value(part, "recall", SMARTSEARCH, main) for part in halves.values()]
+        base += [recall[SMARTSEARCH][main].get(c) for c in categories]
+        ours = [_part_value(summary, "recall", system, main)]
+        ours += [_part_value(part, "recall", system, main) for part in halves.values()]
+        ours += [recall[system][main].get(c) for c in categories]
+        if system == SMARTSEARCH:
+            return [_fmt(v) for v in ours]
+        return [_with_change(v, b) for v, b in zip(ours, base, strict=True)]
+
+    lines.append(_row(["as configured", *cells(SMARTSEARCH)]))
+    for name in names:
+        lines.append(_row([f"without {name[len(ABLATION_PREFIX) :]}", *cells(name)]))
+    return lines
+
+
+def _with_change(value: float | None, base: float | None) -> str:
+    if value is None or base is None:
+        return _fmt(value)
+    return f"{_fmt(value)} ({(value - base) * 100:+.1f})"
 
 
 def _tok(value: float | None) -> str:

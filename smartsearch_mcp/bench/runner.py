@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from smartsearch_mcp.bench.ablation import ABLATION_PREFIX
 from smartsearch_mcp.bench.baselines import bm25_ranking, fill_rendered
 from smartsearch_mcp.bench.datasets import Benchmark, BenchQuestion, Haystack
 from smartsearch_mcp.bench.embed_cache import EmbeddingCache
@@ -36,6 +37,7 @@ from smartsearch_mcp.types import Scope, Turn
 
 if TYPE_CHECKING:
     from smartsearch_mcp.memory import Memory
+    from smartsearch_mcp.pipeline.recall import RecallPipeline
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,9 @@ class RunOptions:
     # Thresholds to compare at the default budget, on the same rankings: recall against
     # tokens returned (the fixed budget, alpha 0, is always measured at every budget).
     alphas: tuple[float, ...] = ()
+    # Configurations ranked besides the one benchmarked, each at the main budget, by name
+    # (`ablation.ablations`: the preset without one adjustment).
+    ablations: tuple[tuple[str, Config], ...] = ()
     # A PostgreSQL URL: each haystack goes into a schema of its own in that database (fresh
     # tables, ids from 1 as in a new file; dropped afterwards) instead of an SQLite file.
     database: str | None = None
@@ -247,6 +252,14 @@ async def _run_haystack(
     token_counts: dict[int, int] = {}
     embedded, embed_s, cached = 0, 0.0, 0
     context: _HaystackContext | None = None
+    # the same store and models ranked by each ablated configuration (their corpora follow
+    # the store's changes as the main pipeline's do)
+    from smartsearch_mcp.pipeline.recall import RecallPipeline
+
+    ablated = {
+        name: RecallPipeline(memory.store, other, memory.models)
+        for name, other in run.options.ablations
+    }
     for stop, asked in _stages(questions):
         progress.set_description(f"{haystack.name}: remembering")
         await writer.remember_until(stop)
@@ -267,6 +280,7 @@ async def _run_haystack(
         progress.set_description(haystack.name)
         for question in asked:
             outcome = await _evaluate(memory, haystack, question, config, run.options, context)
+            await _evaluate_ablations(outcome, question, context, ablated, run.options)
             for ranker in outcome["rankers"]:
                 output.rankers[ranker] = output.rankers.get(ranker, 0) + 1
             for warning in outcome["warnings"]:
@@ -386,6 +400,27 @@ class _HaystackWriter:
                 ids = self.labels.setdefault(label, [])
                 if turn_id not in ids:
                     ids.append(turn_id)
+
+
+async def _evaluate_ablations(
+    outcome: dict[str, Any],
+    question: BenchQuestion,
+    context: _HaystackContext,
+    ablated: dict[str, RecallPipeline],
+    options: RunOptions,
+) -> None:
+    """Each ablated configuration's result at the main budget, as a system of `outcome`."""
+    if not ablated:
+        return
+    budget = primary_budget(
+        options.budgets, next(iter(ablated.values())).config.truncation.max_tokens
+    )
+    for name, pipeline in ablated.items():
+        ranking = await pipeline.rank(question.question, context.scope, question.reference)
+        result = pipeline.truncate(ranking, budget)
+        outcome["systems"][f"{ABLATION_PREFIX}{name}"] = {
+            str(budget): _returned(result, outcome["gold"])
+        }
 
 
 async def _evaluate(

@@ -372,3 +372,26 @@ def test_friendsqa_bench_scores_each_scene_with_every_gold_utterance(
     assert pink["systems"]["full-context"]["all"]["recall"] == 1.0
     assert {h["half"] for h in data["haystacks"]} == {"A", "B"}
     assert (out / "recall_vs_budget.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_ablate_ranks_every_question_again_with_each_adjustment_off(
+    lexical_config: Config, tmp_path: Path
+) -> None:
+    config = lexical_config.with_overrides(rank={"adjust": ["session_support", "time_range"]})
+    argv = ["locomo", str(FIXTURES / "locomo"), "--budgets", "750,1500", "--alphas", ""]
+    data = run([*argv, "--ablate"], config, tmp_path / "ablate")
+    alone = run(
+        argv,
+        config.with_overrides(rank={"adjust": ["time_range"]}),
+        tmp_path / "without-session",
+    )
+
+    for ablated, plain in zip(data["questions"], alone["questions"], strict=True):
+        systems = ablated["systems"]
+        assert set(systems["smartsearch-without=time_range"]) == {"1500"}  # the main budget
+        without = systems["smartsearch-without=session_support"]["1500"]
+        assert without["returned"] == plain["systems"]["smartsearch"]["1500"]["returned"]
+    summary = (tmp_path / "ablate" / "summary.md").read_text()
+    assert "Each adjustment off (recall at 1,500 tokens)" in summary
+    assert "| without session_support |" in summary and "| as configured |" in summary
+    assert "Each adjustment off" not in (tmp_path / "without-session" / "summary.md").read_text()
