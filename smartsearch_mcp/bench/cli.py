@@ -298,6 +298,19 @@ def _retrieval_options(parser: argparse.ArgumentParser, bench: str) -> None:
         "(postgresql://…; default: a temporary SQLite file per haystack)",
     )
     parser.add_argument(
+        "--half",
+        help="evaluate only the haystacks of this half of the split by conversation (A, B; "
+        "QMSum: train, val), e.g. to score a ranker trained on the other half",
+    )
+    parser.add_argument(
+        "--keep-ranking",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also write each question's best N ranked passages and its gold passages, with "
+        "the texts the rankers read, to ranking.jsonl (training data: see training/)",
+    )
+    parser.add_argument(
         "--embed-cache",
         metavar="FILE",
         help="reuse passage embeddings across runs: vectors by model and text, in this SQLite "
@@ -328,6 +341,7 @@ def _cmd_retrieval(
         default_out_dir,
         machine_info,
         now_iso,
+        write_rankings,
         write_results,
     )
     from smartsearch_mcp.bench.runner import RunOptions, primary_budget, run_benchmark
@@ -352,6 +366,8 @@ def _cmd_retrieval(
         benchmark = datasets.load_beam_bench(args.path, categories or None)
     else:
         benchmark = datasets.load_longmemeval_bench(args.path, categories or None)
+    if args.half is not None:
+        benchmark = _only_half(benchmark, args.half)
     if not any(h.questions for h in benchmark.haystacks):
         raise InputError(f"{args.path}: no questions to evaluate (check --categories)")
     qa = _qa_evaluator(args)
@@ -368,6 +384,7 @@ def _cmd_retrieval(
         ablations=tuple(ablations(config).items()) if args.ablate else (),
         database=args.db,
         cascade_cuts=_parse_cuts(args.cascade_cuts),
+        ranking_depth=max(0, args.keep_ranking),
     )
     out_dir = Path(args.out) if args.out else default_out_dir(args.bench, config_name)
     started = time.perf_counter()
@@ -407,6 +424,8 @@ def _cmd_retrieval(
         "questions": output.outcomes,
     }
     write_results(out_dir, data)
+    if options.ranking_depth:
+        write_rankings(out_dir, output.rankings)
     summary_path = write_summary(out_dir, data, plots=not args.no_plots)
     print(summary_path.read_text(encoding="utf-8"))
     print(f"results: {out_dir}", file=sys.stderr)
@@ -780,6 +799,17 @@ def _cmd_report(
 
 
 # ---------------------------------------------------------------------- parsing helpers
+
+
+def _only_half(benchmark: Any, half: str) -> Any:
+    """`benchmark` with only the haystacks of `half`, or an error naming the halves it has."""
+    from dataclasses import replace
+
+    halves = sorted({h.half for h in benchmark.haystacks if h.half is not None})
+    if half not in halves:
+        named = ", ".join(halves) if halves else "none"
+        raise InputError(f"--half {half}: {benchmark.name} has no such half (halves: {named})")
+    return replace(benchmark, haystacks=[h for h in benchmark.haystacks if h.half == half])
 
 
 def _qa_evaluator(args: argparse.Namespace) -> Any:

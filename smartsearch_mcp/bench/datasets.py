@@ -118,11 +118,13 @@ def load_locomo_bench(path: str | Path, categories: Sequence[int] = (1, 2, 3, 4)
     """LoCoMo: one haystack per conversation; gold = evidence dia ids ("D3:12").
 
     Questions are asked "after" the conversation: relative dates resolve against the last
-    session's date.
+    session's date. Halves alternate in sample id order.
     """
     wanted = set(categories)
+    conversations = load_locomo(_existing(path))
+    halves = alternate_halves([c.sample_id for c in conversations])
     haystacks = []
-    for conversation in load_locomo(_existing(path)):
+    for conversation in conversations:
         reference = _last_date(conversation.sessions)
         questions = [
             BenchQuestion(
@@ -138,17 +140,27 @@ def load_locomo_bench(path: str | Path, categories: Sequence[int] = (1, 2, 3, 4)
             if q.category in wanted
         ]
         haystacks.append(
-            Haystack(conversation.sample_id, conversation.sessions, questions, _metadata_label)
+            Haystack(
+                conversation.sample_id,
+                conversation.sessions,
+                questions,
+                _metadata_label,
+                halves[conversation.sample_id],
+            )
         )
     order = tuple(LOCOMO_CATEGORIES[c] for c in sorted(LOCOMO_CATEGORIES) if c in wanted)
-    return Benchmark("locomo", str(path), haystacks, order)
+    split = "halves alternate in sample id order (A: 1st, 3rd, ...; B: 2nd, 4th, ...)"
+    return Benchmark("locomo", str(path), haystacks, order, split)
 
 
 def load_beam_bench(path: str | Path, abilities: Sequence[str] | None = None) -> Benchmark:
-    """BEAM: one haystack per conversation; gold = `source_chat_ids` message ids."""
+    """BEAM: one haystack per conversation; gold = `source_chat_ids` message ids. Halves
+    alternate in conversation id order."""
     wanted = set(abilities) if abilities else None
+    conversations = load_beam(_existing(path))
+    halves = alternate_halves([f"beam-{c.conversation_id}" for c in conversations])
     haystacks = []
-    for conversation in load_beam(_existing(path)):
+    for conversation in conversations:
         reference = _last_date(conversation.sessions)
         questions = [
             BenchQuestion(
@@ -168,9 +180,11 @@ def load_beam_bench(path: str | Path, abilities: Sequence[str] | None = None) ->
                 conversation.sessions,
                 questions,
                 _message_label,
+                halves[f"beam-{conversation.conversation_id}"],
             )
         )
-    return Benchmark("beam", str(path), haystacks, BEAM_ABILITIES)
+    split = "halves alternate in conversation id order (A: 1st, 3rd, ...; B: 2nd, 4th, ...)"
+    return Benchmark("beam", str(path), haystacks, BEAM_ABILITIES, split)
 
 
 def load_longmemeval_bench(

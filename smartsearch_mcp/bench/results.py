@@ -17,6 +17,7 @@ from smartsearch_mcp import __version__
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.types import InputError
 
+RANKING_FILE = "ranking.jsonl"
 RESULTS_FILE = "results.json"
 SUMMARY_FILE = "summary.md"
 RECALL_PLOT = "recall_vs_budget.png"
@@ -63,6 +64,17 @@ def write_results(out_dir: Path, data: dict[str, Any]) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / RESULTS_FILE
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+    return path
+
+
+def write_rankings(out_dir: Path, rankings: list[dict[str, Any]]) -> Path:
+    """Write the kept rankings (`RunOptions.ranking_depth`) as ranking.jsonl, one question a
+    line; return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / RANKING_FILE
+    with path.open("w", encoding="utf-8") as out:
+        for record in rankings:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
     return path
 
 

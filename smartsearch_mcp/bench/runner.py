@@ -31,13 +31,15 @@ from smartsearch_mcp.bench.metrics import (
 from smartsearch_mcp.bench.progress import progress_bar
 from smartsearch_mcp.bench.qa import QAEvaluator
 from smartsearch_mcp.config import Config
+from smartsearch_mcp.pipeline.retrieve import ranking_text
 from smartsearch_mcp.store import open_store
 from smartsearch_mcp.tokens import TokenCounter, get_token_counter
-from smartsearch_mcp.types import Scope, Turn
+from smartsearch_mcp.types import Passage, Scope, Turn
 
 if TYPE_CHECKING:
     from smartsearch_mcp.memory import Memory
     from smartsearch_mcp.pipeline.recall import RecallPipeline
+    from smartsearch_mcp.pipeline.truncate import Ranking
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +73,9 @@ class RunOptions:
     # a cascade's first pass keeps among its best N passages: the most the expensive
     # rankers can reach after the cut.
     cascade_cuts: tuple[int, ...] = ()
+    # Keep each question's best N ranked passages with the texts the rankers read (0: none):
+    # the hard negatives that training/ builds its ranker data from.
+    ranking_depth: int = 0
 
 
 @dataclass
@@ -81,6 +86,8 @@ class RunOutput:
     haystacks: list[dict[str, Any]] = field(default_factory=list)
     rankers: dict[str, int] = field(default_factory=dict)
     warnings: dict[str, int] = field(default_factory=dict)
+    # With `RunOptions.ranking_depth`: one record per question (see `ranking_record`).
+    rankings: list[dict[str, Any]] = field(default_factory=list)
 
 
 class MemoryFactory(Protocol):
@@ -279,7 +286,13 @@ async def _run_haystack(
             warm_up = False
         progress.set_description(haystack.name)
         for question in asked:
-            outcome = await _evaluate(memory, haystack, question, config, run.options, context)
+            outcome, ranking = await _evaluate(
+                memory, haystack, question, config, run.options, context
+            )
+            if run.options.ranking_depth:
+                output.rankings.append(
+                    ranking_record(outcome, ranking, context.turns, run.options.ranking_depth)
+                )
             await _evaluate_ablations(outcome, question, context, ablated, run.options)
             for ranker in outcome["rankers"]:
                 output.rankers[ranker] = output.rankers.get(ranker, 0) + 1
@@ -430,7 +443,7 @@ async def _evaluate(
     config: Config,
     options: RunOptions,
     context: _HaystackContext,
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], Ranking]:
     gold: list[int] = []
     unresolved = list(question.unresolved_evidence)
     for label in question.gold_labels:
@@ -533,7 +546,62 @@ async def _evaluate(
             question.question, question.answer, qa_result.passages, question.reference
         )
         outcome["qa"]["budget"] = qa_budget
-    return outcome
+    return outcome, ranking
+
+
+def ranking_record(
+    outcome: dict[str, Any], ranking: Ranking, turns: dict[int, Turn], depth: int
+) -> dict[str, Any]:
+    """A question's best `depth` ranked passages (turn id, character span, the text the
+    rankers read, when it was said, the fused score, gold or not), and the gold turns'
+    passages ranked below them or never found (their rank then None; the turn's text)."""
+    gold = set(outcome["gold"])
+    passages = []
+    ranked_gold: set[int] = set()
+    for rank, item in enumerate(ranking.scored):
+        passage = item.candidate.passage
+        is_gold = passage.turn.id in gold
+        if rank >= depth and not is_gold:
+            continue
+        ranked_gold.update([passage.turn.id] if is_gold else [])
+        passages.append(
+            {
+                "rank": rank,
+                "turn": passage.turn.id,
+                "span": [passage.start, passage.end],
+                "text": ranking_text(passage),
+                "time": passage.turn.timestamp,
+                "score": round(item.score, 6),
+                "gold": is_gold,
+            }
+        )
+    for turn_id in outcome["gold"]:
+        if turn_id in ranked_gold or turn_id not in turns:
+            continue
+        turn = turns[turn_id]
+        passage = Passage(turn, 0, len(turn.text))
+        passages.append(
+            {
+                "rank": None,
+                "turn": turn_id,
+                "span": [0, len(turn.text)],
+                "text": ranking_text(passage),
+                "time": turn.timestamp,
+                "score": None,
+                "gold": True,
+            }
+        )
+    return {
+        "id": outcome["id"],
+        "haystack": outcome["haystack"],
+        "half": outcome["half"],
+        "category": outcome["category"],
+        "question": outcome["question"],
+        "reference": outcome["reference"],
+        "gold": outcome["gold"],
+        "candidates": outcome["candidates"],
+        "passages": passages,
+    }
 
 
 def _first_pass_found(

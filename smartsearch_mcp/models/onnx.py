@@ -100,7 +100,7 @@ def load_onnx_classifier(
     target = root / f"{Path(identity).name or 'model'}-{weights_digest(folder, identity)}"
     model_file = target / (INT8_FILE if precision == "int8" else "model.onnx")
     if not model_file.is_file():
-        _export(network, tokenizer, names, target, precision, torch, importer)
+        export_classifier(network, tokenizer, names, target, precision, torch, importer)
     options = ort.SessionOptions()
     if threads:
         options.intra_op_num_threads = threads
@@ -115,7 +115,7 @@ def _takes(tokenizer: Any, name: str) -> bool:
     return name in accepted if accepted else name != "token_type_ids"
 
 
-def _export(
+def export_classifier(
     network: Any,
     tokenizer: Any,
     names: list[str],

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from smartsearch_mcp.config import ModelsConfig, NlpConfig
 from smartsearch_mcp.models.imports import quiet_loading_bars, spacy_without_torch
+from smartsearch_mcp.models.onnx_ranker import OnnxRanker, is_onnx_ranker
 from smartsearch_mcp.models.resolve import ModelLocation, describe_load_error, resolve_model
 from smartsearch_mcp.models.scorers import (
     BiEncoderScorer,
@@ -28,6 +29,7 @@ from smartsearch_mcp.models.scorers import (
     CrossEncoderScorer,
     Importer,
 )
+from smartsearch_mcp.models.shipped import shipped_hashes
 from smartsearch_mcp.models.splade import SpladeScorer, resolve_splade
 
 if TYPE_CHECKING:
@@ -251,8 +253,12 @@ class ModelRegistry:
                 location = resolve_splade(name, label=label)
             else:
                 location = resolve_model(name, label=label, allow_download=self.allow_download)
-            # The bi-encoder may run on ONNX Runtime: torch is imported only if it needs it.
-            self._configure_torch(import_torch=kind != "bi_encoder")
+            # The bi-encoder and an ONNX ranker folder run on ONNX Runtime: torch is imported
+            # only if they need it.
+            on_onnx = kind == "bi_encoder" or (
+                kind == "cross_encoder" and is_onnx_ranker(location.path)
+            )
+            self._configure_torch(import_torch=not on_onnx)
             scorer = self._load_scorer(kind, location)
             if "torch" in sys.modules:
                 self._configure_torch()  # imported by the load: set its threads now
@@ -271,6 +277,15 @@ class ModelRegistry:
             "batch_size": self.models.batch_size,
             "importer": self._importer,
         }
+        if kind == "cross_encoder" and is_onnx_ranker(location.path):
+            # ONNX Runtime and the tokenizers library only: no transformers, no torch
+            return OnnxRanker.load(
+                location.path,
+                threads=self._threads,
+                batch_size=self.models.batch_size,
+                expected=shipped_hashes(location.name),
+                importer=self._importer,
+            )
         if kind != "bi_encoder":  # it may run without transformers (pooled.py)
             quiet_loading_bars(self._importer)
         scorer: CrossEncoderScorer | ColbertScorer
@@ -340,7 +355,7 @@ class ModelRegistry:
 
 def describe_runtime(scorer: Any) -> str | None:
     """How a loaded ranker computes, for `models` and `doctor`: its backend and precision."""
-    if isinstance(scorer, CrossEncoderScorer | ColbertScorer):
+    if isinstance(scorer, CrossEncoderScorer | ColbertScorer | OnnxRanker):
         return f"backend: {scorer.backend}, precision: {scorer.precision}"
     if isinstance(scorer, BiEncoderScorer):
         return f"backend: {scorer.backend}, precision: fp32"

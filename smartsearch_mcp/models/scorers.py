@@ -70,7 +70,7 @@ class CrossEncoderScorer:
         self._lock = threading.Lock()
         self._torch = torch
         self.precision = precision
-        self._network: Any = _classifier_network(model) if torch is not None else None
+        self._network: Any = classifier_network(model) if torch is not None else None
         self._onnx = onnx  # an `OnnxClassifier` run instead of torch
         self.backend = "onnxruntime" if onnx is not None else "torch"
         # torch intra-op threads of this ranker's calls (None: leave torch's setting)
@@ -405,7 +405,7 @@ def length_sorted_batches(
     return batches
 
 
-def _classifier_network(cross_encoder: Any) -> Any | None:
+def classifier_network(cross_encoder: Any) -> Any | None:
     """The transformers sequence classifier inside a sentence-transformers CrossEncoder
     (None when there is no such single module: then `predict` is used)."""
     try:
@@ -431,7 +431,7 @@ def _onnx_classifier(
     or onnx is not installed or the model is not a plain transformers classifier."""
     from smartsearch_mcp.models.onnx import load_onnx_classifier
 
-    network = _classifier_network(model)
+    network = classifier_network(model)
     if network is None:
         log.warning("the cross-encoder is not a plain transformers classifier: runs on torch")
         return None

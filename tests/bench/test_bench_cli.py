@@ -4,6 +4,7 @@ model), on the fixture slices; plus argument errors and the main CLI's dispatch.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -395,3 +396,61 @@ def test_ablate_ranks_every_question_again_with_each_adjustment_off(
     assert "Each adjustment off (recall at 1,500 tokens)" in summary
     assert "| without session_support |" in summary and "| as configured |" in summary
     assert "Each adjustment off" not in (tmp_path / "without-session" / "summary.md").read_text()
+
+
+def test_half_evaluates_only_that_half_and_an_unknown_half_names_those_there_are(
+    lexical_preset: Config, tmp_path: Path
+) -> None:
+    memgallery = str(FIXTURES / "memgallery")
+    data = run(["memgallery", memgallery, "--half", "B", "--no-plots"], lexical_preset, tmp_path)
+
+    assert {h["name"]: h["half"] for h in data["haystacks"]} == {"Community_Garden_Plots": "B"}
+    assert {q["half"] for q in data["questions"]} == {"B"}
+    with pytest.raises(InputError, match=r"--half C: memgallery has no such half \(halves: A, B\)"):
+        run_bench(["memgallery", memgallery, "--half", "C", "--out", str(tmp_path / "c")],
+                  lexical_preset, "lexical")  # fmt: skip
+
+
+def test_beam_conversations_alternate_between_halves(
+    lexical_preset: Config, tmp_path: Path
+) -> None:
+    split = tmp_path / "beam"
+    for name in ("1", "2", "3"):
+        shutil.copytree(FIXTURES / "beam" / "1", split / name)
+    data = run(["beam", str(split), "--no-plots"], lexical_preset, tmp_path / "b")
+
+    assert {h["name"]: h["half"] for h in data["haystacks"]} == {
+        "beam-1": "A",
+        "beam-2": "B",
+        "beam-3": "A",
+    }
+    assert data["split"].startswith("halves alternate in conversation id order")
+    assert set(data["halves"]) == {"A", "B"}
+
+
+def test_keep_ranking_writes_the_best_passages_and_every_gold_passage_with_their_texts(
+    lexical_preset: Config, tmp_path: Path
+) -> None:
+    out = tmp_path / "kept"
+    data = run(
+        ["memgallery", str(FIXTURES / "memgallery"), "--keep-ranking", "2", "--no-plots"],
+        lexical_preset,
+        out,
+    )
+    records = [json.loads(line) for line in (out / "ranking.jsonl").read_text().splitlines()]
+
+    assert [r["id"] for r in records] == [q["id"] for q in data["questions"]]
+    by_id = {q["id"]: q for q in data["questions"]}
+    for record in records:
+        question = by_id[record["id"]]
+        ranked = [p for p in record["passages"] if p["rank"] is not None]
+        assert [p["rank"] for p in ranked] == sorted(p["rank"] for p in ranked)
+        # the best two, then only gold further down
+        assert all(p["gold"] for p in ranked if p["rank"] >= 2)
+        assert {p["turn"] for p in record["passages"] if p["gold"]} == set(question["gold"])
+        assert all(p["gold"] == (p["turn"] in question["gold"]) for p in record["passages"])
+        turns = question["gold_turns"]
+        for passage in record["passages"]:
+            if str(passage["turn"]) in turns:  # the text the rankers read: "speaker: text"
+                brief = turns[str(passage["turn"])]
+                assert passage["text"].startswith(f"{brief['speaker']}: ")

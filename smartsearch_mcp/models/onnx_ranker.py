@@ -1,0 +1,272 @@
+"""A cross-encoder shipped as an ONNX file with its tokenizer: ranked with ONNX Runtime and the
+tokenizers library alone — no torch, no transformers, no sentence-transformers import.
+
+An *ONNX ranker folder* holds `ranker.json`, the ONNX model it names and `tokenizer.json`:
+
+    {"format": 1, "kind": "cross_encoder", "model": "model.int8.onnx", "max_length": 256,
+     "inputs": ["input_ids", "attention_mask", "token_type_ids"],
+     "sha256": {"model.int8.onnx": "…", "tokenizer.json": "…"}}
+
+`export_onnx_ranker` writes one from a trained sentence-transformers CrossEncoder (the
+training/ pipeline does); `OnnxRanker.load` checks every file against its SHA-256 before the
+model is opened, so a truncated download or an edited file is an error, not silent noise in the
+ranking. The rankers this project ships (`models/shipped.py`) are such folders.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from smartsearch_mcp.models.onnx import export_classifier
+from smartsearch_mcp.telemetry import switch_off_onnxruntime_events
+
+log = logging.getLogger(__name__)
+
+RANKER_FILE = "ranker.json"
+RANKER_FORMAT = 1
+TOKENIZER_FILE = "tokenizer.json"
+# Rows of a batch and, padded to its longest row, about this many tokens (as the torch
+# cross-encoder's length-sorted batches).
+BATCH_ROWS = 32
+BATCH_TOKENS = 1024
+
+
+class RankerFileError(ValueError):
+    """An ONNX ranker folder that is incomplete, altered or not one at all."""
+
+
+def is_onnx_ranker(folder: str | Path) -> bool:
+    """Whether `folder` is an ONNX ranker folder (holds a ranker.json)."""
+    return (Path(folder) / RANKER_FILE).is_file()
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The folder's ranker.json, checked for the keys a ranker needs."""
+    path = folder / RANKER_FILE
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise RankerFileError(f"{path}: cannot be read ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != RANKER_FORMAT:
+        raise RankerFileError(f"{path}: not a ranker manifest of format {RANKER_FORMAT}")
+    if manifest.get("kind") != "cross_encoder":
+        raise RankerFileError(f"{path}: kind {manifest.get('kind')!r} is not 'cross_encoder'")
+    for key in ("model", "max_length", "inputs", "sha256"):
+        if key not in manifest:
+            raise RankerFileError(f"{path}: no {key!r}")
+    return manifest
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes, hex."""
+    digest = hashlib.sha256()
+    with path.open("rb") as data:
+        for block in iter(lambda: data.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_files(folder: Path, expected: dict[str, str]) -> None:
+    """Raise `RankerFileError` unless every file has its expected SHA-256."""
+    for name, sha in expected.items():
+        path = folder / name
+        if not path.is_file():
+            raise RankerFileError(f"{path}: missing")
+        actual = file_sha256(path)
+        if actual != sha:
+            raise RankerFileError(
+                f"{path}: SHA-256 {actual[:12]}… is not the expected {sha[:12]}… "
+                "(the file is damaged or was changed; reinstall smartsearch-mcp)"
+            )
+
+
+class OnnxRanker:
+    """Scores (query, text) pairs with a cross-encoder on ONNX Runtime: one logit per text.
+
+    Pairs are tokenized together (truncated longest-first at the model's `max_length`, as the
+    trainer saw them), sorted by length and run in batches padded to their own longest pair."""
+
+    name: str = "cross_encoder"
+    backend: str = "onnxruntime"
+
+    def __init__(
+        self,
+        session: Any,
+        tokenizer: Any,
+        input_names: Sequence[str],
+        *,
+        precision: str,
+        batch_size: int = BATCH_ROWS,
+    ) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self._inputs = list(input_names)
+        self._batch_size = max(1, batch_size)
+        self._lock = threading.Lock()
+        self.precision = precision
+        self.threads: int | None = None  # set by the registry; ONNX Runtime has its own
+
+    @classmethod
+    def load(
+        cls,
+        folder: str | Path,
+        *,
+        threads: int | None = None,
+        batch_size: int = BATCH_ROWS,
+        expected: dict[str, str] | None = None,
+        importer: Any = importlib.import_module,
+    ) -> OnnxRanker:
+        """Open the ranker in `folder` after checking its files: against `expected` (the
+        hashes pinned for a shipped model) when given, and always against its manifest."""
+        directory = Path(folder)
+        if expected is not None:
+            verify_files(directory, expected)
+        manifest = read_manifest(directory)
+        verify_files(directory, manifest["sha256"])
+        tokenizers = importer("tokenizers")
+        tokenizer = tokenizers.Tokenizer.from_file(str(directory / TOKENIZER_FILE))
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(
+            max_length=int(manifest["max_length"]), strategy="longest_first"
+        )
+        ort = importer("onnxruntime")
+        switch_off_onnxruntime_events(ort)
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        session = ort.InferenceSession(
+            str(directory / manifest["model"]), options, providers=["CPUExecutionProvider"]
+        )
+        precision = "int8" if "int8" in str(manifest["model"]) else "fp32"
+        ranker = cls(
+            session, tokenizer, manifest["inputs"], precision=precision, batch_size=batch_size
+        )
+        ranker.threads = threads
+        return ranker
+
+    def score(self, query: str, texts: Sequence[str]) -> list[float]:
+        """One relevance logit per text, in input order."""
+        if not texts:
+            return []
+        with self._lock:
+            encodings = self._tokenizer.encode_batch([(query, text) for text in texts])
+            logits = np.empty(len(texts), dtype=np.float64)
+            lengths = [len(e.ids) for e in encodings]
+            for rows in _batches(lengths, self._batch_size, BATCH_TOKENS):
+                logits[rows] = self._run([encodings[r] for r in rows])
+        return [float(x) for x in logits]
+
+    def _run(self, encodings: list[Any]) -> np.ndarray:
+        width = max(len(e.ids) for e in encodings)
+        columns = {
+            "input_ids": [e.ids for e in encodings],
+            "attention_mask": [e.attention_mask for e in encodings],
+            "token_type_ids": [e.type_ids for e in encodings],
+        }
+        feeds = {}
+        for name in self._inputs:
+            padded = np.zeros((len(encodings), width), dtype=np.int64)
+            for row, values in enumerate(columns[name]):
+                padded[row, : len(values)] = values
+            feeds[name] = padded
+        return np.asarray(self._session.run(None, feeds)[0], dtype=np.float64)[:, 0]
+
+
+def _batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:
+    """Indices grouped longest first: at most `max_rows` a batch and, padded to its longest,
+    about `max_tokens` tokens (one row at least)."""
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    for index in order:
+        current = batches[-1] if batches else None
+        if (
+            current is None
+            or len(current) >= max_rows
+            or (len(current) + 1) * lengths[current[0]] > max_tokens
+        ):
+            batches.append([index])
+        else:
+            current.append(index)
+    return batches
+
+
+def export_onnx_ranker(
+    cross_encoder_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    precision: str = "int8",
+    max_length: int | None = None,
+    extra_files: dict[str, str] | None = None,
+    importer: Any = importlib.import_module,
+) -> Path:
+    """Export the CrossEncoder saved in `cross_encoder_dir` (one logit) to an ONNX ranker
+    folder `out_dir`: the model (int8 per channel, or fp32), tokenizer.json and ranker.json with
+    every file's SHA-256. `extra_files` (name -> text, e.g. a model card) are written beside them
+    and hashed too. Replaces `out_dir` atomically."""
+    if precision not in ("int8", "fp32"):
+        raise ValueError(f"precision {precision!r}: int8 or fp32")
+    torch = importer("torch")
+    sentence_transformers = importer("sentence_transformers")
+    model = sentence_transformers.CrossEncoder(str(cross_encoder_dir), device="cpu")
+    if getattr(model, "num_labels", 1) != 1:
+        raise ValueError("a cross-encoder ranker needs one output (num_labels=1)")
+    from smartsearch_mcp.models.scorers import classifier_network
+
+    network = classifier_network(model)
+    if network is None:
+        raise ValueError(f"{cross_encoder_dir}: no single transformers classifier inside")
+    tokenizer = model.tokenizer
+    names = [
+        n
+        for n in ("input_ids", "attention_mask", "token_type_ids")
+        if n in tokenizer.model_input_names
+    ]
+    limit = int(max_length or model.max_seq_length or tokenizer.model_max_length)
+    target = Path(out_dir)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=".ranker-", dir=target.parent))
+    try:
+        exported = work / "export"
+        export_classifier(network.eval(), tokenizer, names, exported, precision, torch, importer)
+        model_name = "model.int8.onnx" if precision == "int8" else "model.onnx"
+        produced = exported / (
+            "model.int8-per-channel.onnx" if precision == "int8" else "model.onnx"
+        )
+        folder = work / "ranker"
+        folder.mkdir()
+        shutil.copyfile(produced, folder / model_name)
+        tokenizer.backend_tokenizer.save(str(folder / TOKENIZER_FILE))
+        for name, text in (extra_files or {}).items():
+            (folder / name).write_text(text, encoding="utf-8")
+        hashes = {
+            path.name: file_sha256(path) for path in sorted(folder.iterdir()) if path.is_file()
+        }
+        manifest = {
+            "format": RANKER_FORMAT,
+            "kind": "cross_encoder",
+            "model": model_name,
+            "max_length": limit,
+            "inputs": names,
+            "sha256": hashes,
+        }
+        (folder / RANKER_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        if target.exists():
+            shutil.rmtree(target)
+        folder.replace(target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    log.info("exported the cross-encoder to %s (%s)", target, precision)
+    return target

@@ -1,0 +1,71 @@
+"""training/: a cross-encoder trained on mined rankings, exported as the ONNX ranker folder the
+server loads (a tiny random BERT, a few steps: the pipeline runs end to end, offline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tiny_models import TinyModels
+
+pytest.importorskip("datasets")
+pytest.importorskip("accelerate")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")
+
+from smartsearch_mcp.models import CrossEncoderScorer, ModelLocation
+from smartsearch_mcp.models.onnx_ranker import OnnxRanker, export_onnx_ranker
+from training.evaluate import evaluate, load_scorer
+from training.pairs import read_sets
+from training.train_cross_encoder import main
+
+TEXTS = ["the capital of france is paris", "a cat sat on the mat", "paris is in france"]
+
+
+def write_mined(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    lines = []
+    for index, half in enumerate("ABAB"):
+        passages = [
+            {"rank": rank, "turn": rank, "span": [0, len(text)], "text": text, "gold": rank == 0}
+            for rank, text in enumerate(TEXTS)
+        ]
+        record = {
+            "id": f"c{index}:q",
+            "haystack": f"c{index}",
+            "half": half,
+            "question": "what is the capital of france",
+            "gold": [0],
+            "passages": passages,
+        }
+        lines.append(json.dumps(record))
+    (folder / "ranking.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return folder
+
+
+def test_a_fold_is_trained_exported_and_ranked_by_the_onnx_ranker(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    mined = write_mined(tmp_path / "mined" / "sample")
+    out = tmp_path / "run"
+
+    main(["--mined", str(mined), "--fold", "A", "--out", str(out), "--base",
+          str(tiny_models.bert), "--batch-size", "2", "--no-bf16", "--threads", "1",
+          "--max-length", "32"])  # fmt: skip
+
+    recipe = json.loads((out / "model" / "training.json").read_text())
+    assert (recipe["fold"], recipe["pairs"], recipe["positives"]) == ("A", 6, 2)
+    assert recipe["per_set"] == {"sample": {"questions": 2, "positives": 2, "negatives": 4}}
+    folder = export_onnx_ranker(out / "model", tmp_path / "ranker", precision="fp32")
+    ranker = OnnxRanker.load(folder)
+    location = ModelLocation(str(out / "model"), str(out / "model"), "directory")
+    torch_scorer = CrossEncoderScorer.load(location, precision="fp32")
+    question = "what is the capital of france"
+    assert ranker.score(question, TEXTS) == pytest.approx(
+        torch_scorer.score(question, TEXTS), abs=1e-4
+    )
+    assert len(load_scorer(str(out / "model"))(question, TEXTS)) == 3  # bf16, for evaluate
+    results = evaluate(read_sets([mined]), ranker.score, "B")
+    assert results["sample"]["recall"]["first"] == 1.0  # recall put gold first in every one
+    assert results["sample"]["model"]["n"] == 2

