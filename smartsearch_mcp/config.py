@@ -397,12 +397,7 @@ class Config:
         if path is None:
             return cls()
         file = resolve_config_path(path)
-        try:
-            data = tomllib.loads(file.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{file}: cannot read the config file: {exc}") from exc
+        data = read_config_tables(file)
         try:
             config = from_mapping(data)
         except ConfigError as exc:
@@ -418,6 +413,56 @@ class Config:
             current = getattr(self, name)
             changes[name] = _build_section(type(current), values, name, base=current)
         return dataclasses.replace(self, **changes)
+
+
+# A config file may start from another: `extends = "offline"` (a preset name) or a path
+# (relative to the file). Its tables are the other's with the file's keys replacing theirs.
+EXTENDS_KEY = "extends"
+MAX_EXTENDS = 8
+
+
+def read_config_tables(file: Path, chain: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """The parsed tables of a config file, merged over those of the file it `extends`."""
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot read the config file: {exc}") from exc
+    if EXTENDS_KEY not in data:
+        return data
+    base_name = data.pop(EXTENDS_KEY)
+    if not isinstance(base_name, str) or not base_name.strip():
+        raise ConfigError(
+            f"{file}: config key extends = {_show(base_name)}: must be a preset name or the "
+            "path of a config file"
+        )
+    chain = (*chain, file.resolve())
+    base = _extended_path(file, base_name)
+    if base.resolve() in chain:
+        shown = " -> ".join(str(p) for p in (*chain, base.resolve()))
+        raise ConfigError(f"{file}: config key extends = {base_name!r} makes a loop: {shown}")
+    if len(chain) >= MAX_EXTENDS:
+        raise ConfigError(f"{file}: more than {MAX_EXTENDS} config files extend one another")
+    merged = read_config_tables(base, chain)
+    for name, values in data.items():
+        if isinstance(values, dict) and isinstance(merged.get(name), dict):
+            merged[name] = {**merged[name], **values}
+        else:
+            merged[name] = values
+    return merged
+
+
+def _extended_path(file: Path, name: str) -> Path:
+    """The file `extends = name` points at: a path relative to `file`'s folder when one is
+    there, else a preset name (or a path as given)."""
+    relative = file.parent / Path(name).expanduser()
+    if relative.is_file():
+        return relative
+    try:
+        return resolve_config_path(name)
+    except ConfigError as exc:
+        raise ConfigError(f"{file}: config key extends = {name!r}: {exc}") from None
 
 
 def resolve_config_path(path: str | Path) -> Path:

@@ -277,3 +277,57 @@ def test_any_value_for_any_key_loads_or_is_one_config_error_line(tmp_path, secti
             assert f"{section}.{key}" in str(exc) and "\n" not in str(exc)
         else:
             assert isinstance(loaded, type(default)), (key, value)
+
+
+def test_a_config_file_extends_a_preset_replacing_only_the_keys_it_sets(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.toml"
+    mine.write_text('extends = "offline"\n[truncation]\nmax_tokens = 800\n[rank]\nrrf_k = 30\n')
+
+    config = Config.load(mine)
+    offline = Config.load("offline")
+
+    assert (config.truncation.max_tokens, config.rank.rrf_k) == (800, 30)
+    assert config.truncation.top_k == offline.truncation.top_k  # the preset's, kept
+    assert config.rank.scorers == offline.rank.scorers
+    assert config.models == offline.models and config.source == str(mine)
+
+
+def test_extends_follows_a_chain_of_files_by_relative_path(tmp_path: Path) -> None:
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "base.toml").write_text(
+        'extends = "lexical"\n[truncation]\nmax_tokens = 900\ntop_k = 7\n'
+    )
+    mine = tmp_path / "mine.toml"
+    mine.write_text('extends = "team/base.toml"\n[truncation]\ntop_k = 9\n')
+
+    config = Config.load(mine)
+
+    assert (config.truncation.max_tokens, config.truncation.top_k) == (900, 9)
+    assert config.rank.scorers == Config.load("lexical").rank.scorers
+
+
+LOOP = r"makes a loop: .*a\.toml -> .*b\.toml -> .*a\.toml"
+NOT_A_NAME = r"a\.toml: config key extends = 3: must be a preset name or the path"
+NO_SUCH_PRESET = (
+    r"a\.toml: config key extends = 'nope': config file 'nope' not found; "
+    r"give a path or a preset name \(default, "
+)
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"a.toml": 'extends = "b.toml"', "b.toml": 'extends = "a.toml"'}, LOOP),
+        ({"a.toml": "extends = 3"}, NOT_A_NAME),
+        ({"a.toml": 'extends = "nope"'}, NO_SUCH_PRESET),
+        ({"a.toml": 'extends = "offline"\n[rank]\nrrf_kk = 3'}, r"unknown config key rank\.rrf_kk"),
+    ],
+)
+def test_a_bad_extends_fails_naming_the_file_and_the_key(
+    tmp_path: Path, files: dict[str, str], message: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text + "\n")
+
+    with pytest.raises(ConfigError, match=message):
+        Config.load(tmp_path / "a.toml")
