@@ -27,13 +27,27 @@ Scorer = Callable[[str, list[str]], list[float]]
 
 
 def load_scorer(path: str) -> Scorer:
-    """The ranker at `path`: an ONNX ranker folder, or a saved CrossEncoder (torch, bf16)."""
+    """The ranker at `path`: an ONNX ranker folder, a saved CrossEncoder (torch, bf16), or a
+    sentence-embedding model (a bi-encoder: cosine similarity of question and passage)."""
     from smartsearch_mcp.models.onnx_ranker import OnnxRanker, is_onnx_ranker
 
     if is_onnx_ranker(path):
         ranker = OnnxRanker.load(path)
         return ranker.score
     import torch
+
+    if _is_bi_encoder(Path(path)):
+        from sentence_transformers import SentenceTransformer
+
+        encoder = SentenceTransformer(path, device="cpu")
+
+        def similarity(query: str, texts: list[str]) -> list[float]:
+            vectors = encoder.encode(
+                [query, *texts], normalize_embeddings=True, show_progress_bar=False
+            )
+            return [float(x) for x in vectors[1:] @ vectors[0]]
+
+        return similarity
     from sentence_transformers.cross_encoder import CrossEncoder
 
     model = CrossEncoder(path, device="cpu")
@@ -49,6 +63,12 @@ def load_scorer(path: str) -> Scorer:
         return [float(x) for x in logits]
 
     return score
+
+
+def _is_bi_encoder(folder: Path) -> bool:
+    """A sentence-transformers embedding model: its modules include a pooling layer."""
+    modules = folder / "modules.json"
+    return modules.is_file() and "Pooling" in modules.read_text(encoding="utf-8")
 
 
 def ranked_passages(question: MinedQuestion) -> list[dict[str, Any]]:

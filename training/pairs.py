@@ -165,6 +165,19 @@ def _rank_order(passage: dict[str, Any]) -> tuple[int, int]:
     return (1, 0) if rank is None else (0, int(rank))
 
 
+def listwise_rows(pairs: Iterable[Pair]) -> list[dict[str, Any]]:
+    """The pairs grouped by question, as listwise losses read them (question, its passages
+    and their labels), in the order the questions first appear."""
+    rows: dict[str, dict[str, Any]] = {}
+    for pair in pairs:
+        row = rows.setdefault(
+            pair.question_id, {"question": pair.question, "docs": [], "labels": []}
+        )
+        row["docs"].append(pair.passage)
+        row["labels"].append(pair.label)
+    return list(rows.values())
+
+
 def iter_rows(pairs: Iterable[Pair]) -> Iterator[dict[str, Any]]:
     """The pairs as the trainer's columns (question, passage, label)."""
     for pair in pairs:

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from training.pairs import build_pairs, counts, iter_rows, read_sets
+from training.pairs import build_pairs, counts, iter_rows, listwise_rows, read_sets
 
 log = logging.getLogger("training")
 
@@ -47,9 +47,10 @@ def length_bucket_sampler(pool_batches: int = 64) -> Any:
     class LengthBucketBatchSampler(DefaultBatchSampler):
         def __init__(self, dataset: Any, **kwargs: Any) -> None:
             super().__init__(dataset, **kwargs)
+            texts = dataset["passage"] if "passage" in dataset.column_names else dataset["docs"]
             self.lengths = [
-                len(q) + len(p)
-                for q, p in zip(dataset["question"], dataset["passage"], strict=True)
+                len(q) + (len(p) if isinstance(p, str) else sum(map(len, p)))
+                for q, p in zip(dataset["question"], texts, strict=True)
             ]
             self.epoch = 0
 
@@ -79,6 +80,27 @@ def length_bucket_sampler(pool_batches: int = 64) -> Any:
     return LengthBucketBatchSampler
 
 
+def trainer_settings(args: argparse.Namespace, out: Path, batch_size: int) -> dict[str, Any]:
+    """The training arguments both trainers share: CPU, bf16 autocast unless turned off, no
+    checkpoints, length-bucketed batches, a tenth of the steps warming up."""
+    return {
+        "output_dir": str(out / "checkpoints"),
+        "num_train_epochs": args.epochs,
+        "per_device_train_batch_size": batch_size,
+        "learning_rate": args.lr,
+        "warmup_steps": 0.1,
+        "weight_decay": 0.01,
+        "bf16": args.bf16,
+        "use_cpu": True,
+        "logging_steps": 50,
+        "save_strategy": "no",
+        "report_to": "none",
+        "seed": args.seed,
+        "dataloader_num_workers": 0,
+        "batch_sampler": length_bucket_sampler(),
+    }
+
+
 def train(args: argparse.Namespace) -> Path:
     import torch
     from datasets import Dataset
@@ -87,7 +109,7 @@ def train(args: argparse.Namespace) -> Path:
         CrossEncoderTrainer,
         CrossEncoderTrainingArguments,
     )
-    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss
+    from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, LambdaLoss
 
     torch.set_num_threads(args.threads)
     questions = read_sets(args.mined, exclude=args.exclude)
@@ -105,31 +127,24 @@ def train(args: argparse.Namespace) -> Path:
     table = counts(pairs)
     for name, row in sorted(table.items()):
         log.info("%-12s %5d questions %6d positives %6d negatives", name, *row.values())
-    dataset = Dataset.from_list(list(iter_rows(pairs)))
     base = args.base or minilm_path()
     model = CrossEncoder(base, num_labels=1, max_length=args.max_length, device="cpu")
     positives = sum(pair.label > 0 for pair in pairs)
     pos_weight = (len(pairs) - positives) / positives if args.balance else None
-    loss = BinaryCrossEntropyLoss(
-        model, pos_weight=torch.tensor(pos_weight) if pos_weight else None
-    )
+    loss: Any
+    if args.loss == "lambda":
+        # listwise: each row a question with its passages; a batch of `batch_size` pairs
+        dataset = Dataset.from_list(listwise_rows(pairs))
+        loss = LambdaLoss(model, mini_batch_size=args.batch_size)
+        batch_size = max(1, args.batch_size // (args.negatives + 1))
+    else:
+        dataset = Dataset.from_list(list(iter_rows(pairs)))
+        loss = BinaryCrossEntropyLoss(
+            model, pos_weight=torch.tensor(pos_weight) if pos_weight else None
+        )
+        batch_size = args.batch_size
     out = Path(args.out)
-    training_args = CrossEncoderTrainingArguments(
-        output_dir=str(out / "checkpoints"),
-        num_train_epochs=args.epochs,
-        per_device_train_batch_size=args.batch_size,
-        learning_rate=args.lr,
-        warmup_steps=0.1,
-        weight_decay=0.01,
-        bf16=args.bf16,
-        use_cpu=True,
-        logging_steps=50,
-        save_strategy="no",
-        report_to="none",
-        seed=args.seed,
-        dataloader_num_workers=0,
-        batch_sampler=length_bucket_sampler(),
-    )
+    training_args = CrossEncoderTrainingArguments(**trainer_settings(args, out, batch_size))
     trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=dataset, loss=loss)
     started = time.time()
     trainer.train()
@@ -146,6 +161,7 @@ def train(args: argparse.Namespace) -> Path:
         "per_set": table,
         "negatives_per_question": args.negatives,
         "max_positives_per_question": args.max_positives,
+        "loss": args.loss,
         "epochs": args.epochs,
         "batch_size": args.batch_size,
         "learning_rate": args.lr,
@@ -174,6 +190,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=3e-5)
     parser.add_argument("--max-length", type=int, default=MAX_LENGTH)
+    parser.add_argument(
+        "--loss",
+        choices=("bce", "lambda"),
+        default="bce",
+        help="bce: pointwise binary cross-entropy; lambda: listwise LambdaLoss per question",
+    )
     parser.add_argument("--balance", action="store_true", help="weigh positives up to negatives")
     parser.add_argument("--no-bf16", dest="bf16", action="store_false")
     parser.add_argument("--threads", type=int, default=2)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from smartsearch_mcp.models.onnx import export_classifier
+from smartsearch_mcp.models.scorers import classifier_network, length_sorted_batches
 from smartsearch_mcp.telemetry import switch_off_onnxruntime_events
 
 log = logging.getLogger(__name__)
@@ -165,7 +166,7 @@ class OnnxRanker:
             encodings = self._tokenizer.encode_batch([(query, text) for text in texts])
             logits = np.empty(len(texts), dtype=np.float64)
             lengths = [len(e.ids) for e in encodings]
-            for rows in _batches(lengths, self._batch_size, BATCH_TOKENS):
+            for rows in length_sorted_batches(lengths, self._batch_size, BATCH_TOKENS):
                 logits[rows] = self._run([encodings[r] for r in rows])
         return [float(x) for x in logits]
 
@@ -183,24 +184,6 @@ class OnnxRanker:
                 padded[row, : len(values)] = values
             feeds[name] = padded
         return np.asarray(self._session.run(None, feeds)[0], dtype=np.float64)[:, 0]
-
-
-def _batches(lengths: Sequence[int], max_rows: int, max_tokens: int) -> list[list[int]]:
-    """Indices grouped longest first: at most `max_rows` a batch and, padded to its longest,
-    about `max_tokens` tokens (one row at least)."""
-    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
-    batches: list[list[int]] = []
-    for index in order:
-        current = batches[-1] if batches else None
-        if (
-            current is None
-            or len(current) >= max_rows
-            or (len(current) + 1) * lengths[current[0]] > max_tokens
-        ):
-            batches.append([index])
-        else:
-            current.append(index)
-    return batches
 
 
 def export_onnx_ranker(
@@ -223,8 +206,6 @@ def export_onnx_ranker(
     model = sentence_transformers.CrossEncoder(str(cross_encoder_dir), device="cpu")
     if getattr(model, "num_labels", 1) != 1:
         raise ValueError("a cross-encoder ranker needs one output (num_labels=1)")
-    from smartsearch_mcp.models.scorers import classifier_network
-
     network = classifier_network(model)
     if network is None:
         raise ValueError(f"{cross_encoder_dir}: no single transformers classifier inside")

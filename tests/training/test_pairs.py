@@ -13,6 +13,7 @@ from training.pairs import (
     build_pairs,
     counts,
     in_fold,
+    listwise_rows,
     question_pairs,
     read_mined,
     read_sets,
@@ -135,3 +136,19 @@ def test_mined_folders_are_read_by_set_name_and_bad_lines_are_named(tmp_path: Pa
     (folder / "ranking.jsonl").write_text("{not json\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"ranking.jsonl:1: not JSON"):
         read_mined(folder)
+
+
+def test_listwise_rows_group_each_question_s_passages_with_their_labels() -> None:
+    questions = [
+        mined([passage(0, 1, f"gold {i}", gold=True), passage(1, 2, f"other {i}")], [1], "A")
+        for i in range(2)
+    ]
+    questions[1].record["id"] = "conv:q2"
+
+    rows = listwise_rows(build_pairs(questions, seed=0))
+
+    assert len(rows) == 2
+    for row in rows:
+        assert dict(zip(row["docs"], row["labels"], strict=True)) == {
+            d: 1.0 if d.startswith("gold") else 0.0 for d in row["docs"]
+        }

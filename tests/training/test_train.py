@@ -69,3 +69,42 @@ def test_a_fold_is_trained_exported_and_ranked_by_the_onnx_ranker(
     results = evaluate(read_sets([mined]), ranker.score, "B")
     assert results["sample"]["recall"]["first"] == 1.0  # recall put gold first in every one
     assert results["sample"]["model"]["n"] == 2
+
+
+def test_the_listwise_loss_trains_on_each_question_s_passages_together(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    mined = write_mined(tmp_path / "mined" / "sample")
+    out = tmp_path / "run"
+
+    main(["--mined", str(mined), "--fold", "all", "--out", str(out), "--base",
+          str(tiny_models.bert), "--loss", "lambda", "--batch-size", "6", "--negatives", "2",
+          "--no-bf16", "--threads", "1", "--max-length", "32"])  # fmt: skip
+
+    recipe = json.loads((out / "model" / "training.json").read_text())
+    assert (recipe["loss"], recipe["pairs"]) == ("lambda", 12)
+
+
+def test_the_bi_encoder_is_fine_tuned_on_questions_with_their_hard_negatives(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    from training.pairs import build_pairs
+    from training.train_bi_encoder import main as train_bi_encoder
+    from training.train_bi_encoder import triplet_rows
+
+    mined = write_mined(tmp_path / "mined" / "sample")
+    rows = triplet_rows(build_pairs(read_sets([mined])), negatives=2)
+    assert len(rows) == 4
+    assert rows[0]["passage"] == TEXTS[0]
+    assert {rows[0]["negative_1"], rows[0]["negative_2"]} == set(TEXTS[1:])
+    assert triplet_rows(build_pairs(read_sets([mined])), negatives=3) == []  # too few
+
+    out = tmp_path / "bi"
+    train_bi_encoder(["--mined", str(mined), "--fold", "A", "--out", str(out), "--base",
+                      str(tiny_models.sentence_transformer), "--negatives", "2",
+                      "--batch-size", "2", "--no-bf16", "--threads", "1"])  # fmt: skip
+
+    recipe = json.loads((out / "model" / "training.json").read_text())
+    assert (recipe["fold"], recipe["rows"]) == ("A", 2)
+    scores = load_scorer(str(out / "model"))("what is the capital of france", TEXTS)
+    assert len(scores) == 3 and all(-1.0 <= s <= 1.0 for s in scores)

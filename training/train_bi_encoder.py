@@ -1,0 +1,116 @@
+"""Fine-tune the bi-encoder (all-MiniLM-L6-v2) on mined conversational rankings:
+
+    python -m training.train_bi_encoder --mined runs/mined/* --fold A --out runs/bi-A
+
+Each gold passage is an (anchor = question, positive) pair with the question's hardest
+negatives (recall's best-ranked passages that are not gold) as extra columns, trained with
+sentence-transformers' `SentenceTransformerTrainer` and `MultipleNegativesRankingLoss` (the
+other questions' passages in a batch are negatives too). The bi-encoder starts from a model that
+already matches by meaning, so it needs far less data than a cross-encoder learning to read a
+question and a passage together from scratch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from training.pairs import Pair, build_pairs, counts, read_sets
+from training.train_cross_encoder import minilm_path, trainer_settings
+
+log = logging.getLogger("training")
+
+
+def triplet_rows(pairs: Sequence[Pair], negatives: int) -> list[dict[str, Any]]:
+    """One row per positive: the question, the positive and the question's first `negatives`
+    negatives (rows of questions with fewer negatives are left out: the columns are fixed)."""
+    by_question: dict[str, tuple[list[Pair], list[Pair]]] = {}
+    for pair in pairs:
+        positives, others = by_question.setdefault(pair.question_id, ([], []))
+        (positives if pair.label > 0 else others).append(pair)
+    rows = []
+    for positives, others in by_question.values():
+        if len(others) < negatives:
+            continue
+        for positive in positives:
+            row = {"question": positive.question, "passage": positive.passage}
+            row |= {f"negative_{i + 1}": others[i].passage for i in range(negatives)}
+            rows.append(row)
+    return rows
+
+
+def train(args: argparse.Namespace) -> Path:
+    import torch
+    from datasets import Dataset
+    from sentence_transformers import (
+        SentenceTransformer,
+        SentenceTransformerTrainer,
+        SentenceTransformerTrainingArguments,
+    )
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    torch.set_num_threads(args.threads)
+    questions = read_sets(args.mined, exclude=args.exclude)
+    pairs = build_pairs(questions, fold=args.fold, negatives=args.negatives, seed=args.seed)
+    rows = triplet_rows(pairs, args.negatives)
+    if not rows:
+        sys.exit("no training rows: check --mined, --fold and --exclude")
+    table = counts(pairs)
+    dataset = Dataset.from_list(rows)
+    base = args.base or minilm_path()
+    model = SentenceTransformer(base, device="cpu")
+    loss = MultipleNegativesRankingLoss(model)
+    out = Path(args.out)
+    training_args = SentenceTransformerTrainingArguments(
+        **trainer_settings(args, out, args.batch_size)
+    )
+    trainer = SentenceTransformerTrainer(
+        model=model, args=training_args, train_dataset=dataset, loss=loss
+    )
+    started = time.time()
+    trainer.train()
+    final = out / "model"
+    model.save_pretrained(str(final))
+    recipe = {
+        "base": Path(base).name if Path(base).exists() else base,
+        "fold": args.fold,
+        "excluded_sets": list(args.exclude),
+        "rows": len(rows),
+        "per_set": table,
+        "negatives_per_row": args.negatives,
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "learning_rate": args.lr,
+        "seed": args.seed,
+        "train_seconds": round(time.time() - started),
+    }
+    (final / "training.json").write_text(json.dumps(recipe, indent=1), encoding="utf-8")
+    return final
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mined", nargs="+", required=True)
+    parser.add_argument("--fold", choices=("A", "B", "all"), default="all")
+    parser.add_argument("--exclude", nargs="*", default=[])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--base")
+    parser.add_argument("--negatives", type=int, default=3)
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=13)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    train(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()
