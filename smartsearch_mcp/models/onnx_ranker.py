@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from smartsearch_mcp.models.onnx import export_classifier
+from smartsearch_mcp.models.onnx import INT8_FILE, export_classifier
 from smartsearch_mcp.models.scorers import classifier_network, length_sorted_batches
 from smartsearch_mcp.telemetry import switch_off_onnxruntime_events
 
@@ -223,9 +223,7 @@ def export_onnx_ranker(
         exported = work / "export"
         export_classifier(network.eval(), tokenizer, names, exported, precision, torch, importer)
         model_name = "model.int8.onnx" if precision == "int8" else "model.onnx"
-        produced = exported / (
-            "model.int8-per-channel.onnx" if precision == "int8" else "model.onnx"
-        )
+        produced = exported / (INT8_FILE if precision == "int8" else "model.onnx")
         folder = work / "ranker"
         folder.mkdir()
         shutil.copyfile(produced, folder / model_name)
