@@ -561,36 +561,15 @@ def ranking_record(
     for rank, item in enumerate(ranking.scored):
         passage = item.candidate.passage
         is_gold = passage.turn.id in gold
-        if rank >= depth and not is_gold:
+        if is_gold:
+            ranked_gold.add(passage.turn.id)
+        elif rank >= depth:
             continue
-        ranked_gold.update([passage.turn.id] if is_gold else [])
-        passages.append(
-            {
-                "rank": rank,
-                "turn": passage.turn.id,
-                "span": [passage.start, passage.end],
-                "text": ranking_text(passage),
-                "time": passage.turn.timestamp,
-                "score": round(item.score, 6),
-                "gold": is_gold,
-            }
-        )
+        passages.append(_passage_record(passage, rank, round(item.score, 6), is_gold))
     for turn_id in outcome["gold"]:
-        if turn_id in ranked_gold or turn_id not in turns:
-            continue
-        turn = turns[turn_id]
-        passage = Passage(turn, 0, len(turn.text))
-        passages.append(
-            {
-                "rank": None,
-                "turn": turn_id,
-                "span": [0, len(turn.text)],
-                "text": ranking_text(passage),
-                "time": turn.timestamp,
-                "score": None,
-                "gold": True,
-            }
-        )
+        if turn_id not in ranked_gold and turn_id in turns:
+            turn = turns[turn_id]
+            passages.append(_passage_record(Passage(turn, 0, len(turn.text)), None, None, True))
     return {
         "id": outcome["id"],
         "haystack": outcome["haystack"],
@@ -601,6 +580,20 @@ def ranking_record(
         "gold": outcome["gold"],
         "candidates": outcome["candidates"],
         "passages": passages,
+    }
+
+
+def _passage_record(
+    passage: Passage, rank: int | None, score: float | None, gold: bool
+) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "turn": passage.turn.id,
+        "span": [passage.start, passage.end],
+        "text": ranking_text(passage),
+        "time": passage.turn.timestamp,
+        "score": score,
+        "gold": gold,
     }
 
 
