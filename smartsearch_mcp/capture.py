@@ -28,13 +28,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smartsearch_mcp.dates import format_timestamp, parse_timestamp
 from smartsearch_mcp.importers.claude_code import SESSION_PREFIX, read_transcript
 from smartsearch_mcp.namespaces import NamespaceChoice, choose_namespace
-from smartsearch_mcp.store import Store
+from smartsearch_mcp.store import Store, open_configured_store
 from smartsearch_mcp.types import InputError, NotFoundError, RememberResult, Turn, TurnInput
+
+if TYPE_CHECKING:
+    from smartsearch_mcp.config import StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -206,6 +209,19 @@ async def capture_event(
     for batch in store.call_batches(new):
         result = await store.remember(namespace, session_id, batch)
     return result
+
+
+async def capture_into_database(
+    db: str, settings: StoreConfig, event: HookEvent, namespace: str
+) -> int:
+    """`capture_event` on the database at `db`, opened with the config's [store] settings
+    and closed afterwards; the turns the last `remember` call stored (0: nothing new)."""
+    store = await open_configured_store(db, settings)
+    try:
+        result = await capture_event(store, event, namespace)
+    finally:
+        await store.close()
+    return result.stored if result else 0
 
 
 def _as_stored(store: Store, namespace: str) -> Callable[[str], str]:

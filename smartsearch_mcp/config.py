@@ -5,7 +5,7 @@ or Python: its type, its range (counts are non-negative integers, weights finite
 non-negative, probabilities within 0..1), its allowed values (modes, ranker and tokenizer
 names) and the rules between settings. A mistake raises `ConfigError`, one line naming the
 file, the key, the value and what is allowed; an unknown key or value suggests the nearest
-known one. Environment variables are read in cli.py only.
+known one. Environment variables are read in cli/ only.
 
 Adding a setting: a field with a type hint and a default is checked by its type (an `int`
 must be >= 0, a `float` finite and >= 0, a `str` non-empty); `setting(default, ...)` states a

@@ -230,3 +230,31 @@ class _GuardedH11Protocol(H11Protocol):
                 "refusing a connection: all %d (--max-connections) are serving requests (503)",
                 cls.limits.max_connections,
             )
+
+
+def serve_on_sockets(
+    app: Any, host: str, port: int, limits: HttpLimits, sockets: list[socket.socket], log_level: str
+) -> None:
+    """Run uvicorn with the guarded protocol on the `sockets` already bound to `host`:`port`
+    until it stops (Ctrl-C); the sockets are closed afterwards."""
+    import functools
+
+    import anyio
+    import uvicorn
+
+    settings = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=guarded_protocol(limits),
+        ws="none",
+        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
+        timeout_graceful_shutdown=limits.shutdown_timeout,  # type: ignore[arg-type]
+        log_config=None,  # uvicorn logs through our stderr handler, access logs included
+        log_level=log_level,
+    )
+    try:
+        anyio.run(functools.partial(uvicorn.Server(settings).serve, sockets=sockets))
+    finally:
+        for sock in sockets:
+            sock.close()

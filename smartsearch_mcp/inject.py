@@ -32,6 +32,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -254,6 +255,26 @@ def build_injection(
     if not kept:
         return Injection("", [], 0, "not confident", source)
     return Injection(text, kept, counter.count(text), "injected", source)
+
+
+def injection_for_prompt(
+    config: Config, db: str, prompt: str, session: str, namespace: str, began: datetime
+) -> Injection:
+    """What to add to the agent's context for `prompt` (a user-prompt hook's, in `session`),
+    from the turns of `namespace` stored before the hook `began`: `build_injection` over
+    `recall_for_prompt`. Never raises."""
+    from smartsearch_mcp.dates import format_timestamp
+    from smartsearch_mcp.tokens import get_token_counter
+
+    until = format_timestamp(began)
+    return build_injection(
+        lambda: recall_for_prompt(db, config, prompt, namespace, until),
+        prompt,
+        namespace,
+        session,
+        config,
+        get_token_counter(config.truncation.tokenizer),
+    )
 
 
 class _Marker:

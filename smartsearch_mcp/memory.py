@@ -21,7 +21,7 @@ from smartsearch_mcp.dates import parse_timestamp
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline.analyze import MAX_TERM_CHARS
 from smartsearch_mcp.pipeline.recall import RecallPipeline
-from smartsearch_mcp.store import Store, check_name, open_store
+from smartsearch_mcp.store import Store, check_name, open_configured_store
 from smartsearch_mcp.types import (
     ForgetResult,
     InputError,
@@ -63,16 +63,7 @@ class Memory:
     ) -> Memory:
         """The memory over the database at `db_path`, an SQLite file or a `postgresql://`
         URL (`read_only`: an existing database, opened read-only)."""
-        store = await open_store(
-            db_path,
-            busy_timeout_ms=config.store.busy_timeout_ms,
-            max_turns_per_call=config.store.max_turns_per_call,
-            max_text_chars=config.store.max_text_chars,
-            read_only=read_only,
-            max_call_chars=config.store.max_call_chars,
-            redact_secrets=config.store.redact_secrets,
-            verbatim_namespaces=config.store.verbatim_namespaces,
-        )
+        store = await open_configured_store(db_path, config.store, read_only=read_only)
         try:
             models = ModelRegistry.from_config(config)
             return cls(store, config, models, namespace or config.scope.default_namespace)

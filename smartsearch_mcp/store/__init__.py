@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from smartsearch_mcp.store.base import MemoryStore, Store
 from smartsearch_mcp.store.files import DatabaseError
 from smartsearch_mcp.store.postgres_url import is_postgres_url, mask_url
 from smartsearch_mcp.store.sqlite import DEFAULT_MAX_CALL_CHARS, SQLiteStore
 from smartsearch_mcp.store.turns import check_name
+
+if TYPE_CHECKING:
+    from smartsearch_mcp.config import StoreConfig
 
 __all__ = [
     "DatabaseError",
@@ -21,6 +25,7 @@ __all__ = [
     "check_name",
     "describe_database",
     "is_postgres_url",
+    "open_configured_store",
     "open_store",
 ]
 
@@ -48,6 +53,22 @@ async def open_store(
     store.redact_secrets = redact_secrets
     store.verbatim_namespaces = frozenset(verbatim_namespaces)
     return store
+
+
+async def open_configured_store(
+    target: str | Path, settings: StoreConfig, *, read_only: bool = False
+) -> Store:
+    """The store at `target` with the limits and redaction of the config's [store] table."""
+    return await open_store(
+        target,
+        busy_timeout_ms=settings.busy_timeout_ms,
+        max_turns_per_call=settings.max_turns_per_call,
+        max_text_chars=settings.max_text_chars,
+        read_only=read_only,
+        max_call_chars=settings.max_call_chars,
+        redact_secrets=settings.redact_secrets,
+        verbatim_namespaces=settings.verbatim_namespaces,
+    )
 
 
 async def _open(

@@ -13,10 +13,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from smartsearch_mcp.store.files import DatabaseError
 from smartsearch_mcp.store.turns import TRANSFER_TABLES
+
+if TYPE_CHECKING:
+    from smartsearch_mcp.config import StoreConfig
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,38 @@ async def copy_memory(
             "migrate again; a target that was not empty before keeps rows of its own"
         )
     return report
+
+
+@dataclass(frozen=True)
+class Migration:
+    """A finished `migrate_memory`: the copy's row counts, and the turns of the copy whose
+    secrets were replaced by placeholders."""
+
+    report: TransferReport
+    redacted: int
+
+
+async def migrate_memory(
+    source_db: str, target_db: str, settings: StoreConfig, batch: int = BATCH_ROWS
+) -> Migration:
+    """Copy the memory at `source_db` (opened read-only) into `target_db` (opened with the
+    config's [store] settings) with `copy_memory`. Rows are copied as stored: turns an
+    earlier release (or a memory with redaction off) stored with secrets are redacted in the
+    copy, as `remember` would store them, unless `settings.redact_secrets` is off."""
+    from smartsearch_mcp.store import open_configured_store, open_store
+    from smartsearch_mcp.store.secrets import redact_stored_secrets
+
+    source = await open_store(source_db, busy_timeout_ms=settings.busy_timeout_ms, read_only=True)
+    try:
+        target = await open_configured_store(target_db, settings)
+        try:
+            report = await copy_memory(source, target, batch=batch)
+            redacted = await redact_stored_secrets(target) if settings.redact_secrets else 0
+        finally:
+            await target.close()
+    finally:
+        await source.close()
+    return Migration(report, redacted)
 
 
 async def _check_target(source: TransferStore, target: TransferStore) -> None:
