@@ -251,7 +251,7 @@ def test_installing_twice_is_unchanged_and_a_cycle_leaves_no_file_behind(
 
 def _clients_table() -> dict[str, list[str]]:
     """docs/clients.md's installer table: client -> [server entry, hooks, namespace]."""
-    text = (Path(__file__).parents[1] / "docs" / "clients.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parents[2] / "docs" / "clients.md").read_text(encoding="utf-8")
     rows: dict[str, list[str]] = {}
     for line in text.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
