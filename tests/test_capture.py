@@ -13,7 +13,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from smartsearch_mcp.capture import HookEvent, capture_event, parse_event, plan_new_turns
+from smartsearch_mcp.capture import (
+    HookEvent,
+    capture_event,
+    capture_into_database,
+    parse_event,
+    plan_new_turns,
+)
+from smartsearch_mcp.config import StoreConfig
 from smartsearch_mcp.namespaces import project_namespace
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.types import InputError, Turn, TurnInput
@@ -159,6 +166,28 @@ def test_the_hook_path_loads_no_model_libraries(tmp_path: Path, hook_env: dict[s
     )
     assert result.returncode == 0, result.stderr
     assert len(anyio.run(_stored, Path(hook_env["SMARTSEARCH_DB"]))) == 3
+
+
+def test_capturing_into_a_database_stores_a_prompt_once_with_the_configs_redaction(
+    tmp_path: Path,
+):
+    key = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 4
+    raw = json.dumps({"session_id": "c1", "turn_id": "t-1", "prompt": f"use {key}"})
+    event = parse_event("codex", "user-prompt", raw)
+    db = str(tmp_path / "m.db")
+
+    async def run() -> tuple[int, int, list[Turn]]:
+        first = await capture_into_database(db, StoreConfig(), event, "ns")
+        again = await capture_into_database(db, StoreConfig(), event, "ns")
+        store = await SQLiteStore.open(db)
+        try:
+            return first, again, [turn async for turn in store.iter_turns("ns")]
+        finally:
+            await store.close()
+
+    first, again, turns = anyio.run(run)
+    assert (first, again) == (1, 0)
+    assert len(turns) == 1 and key not in turns[0].text and "[REDACTED:" in turns[0].text
 
 
 def test_codex_prompt_and_reply_are_keyed_by_turn_id(tmp_path: Path):

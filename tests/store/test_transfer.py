@@ -135,3 +135,30 @@ def test_the_migrate_command_copies_and_reports_the_verified_counts(tmp_path, ca
     assert "verified: both hold" in err and "208 turns" in err
     assert main(["migrate", "--from", source_db, "--to", target_db]) == 0  # again: no-op
     assert "0 turns, 0 embeddings" in capsys.readouterr().err
+
+
+async def test_migrating_redacts_the_copy_unless_the_config_keeps_secrets(tmp_path: Path):
+    from smartsearch_mcp.config import StoreConfig
+    from smartsearch_mcp.store.transfer import migrate_memory
+
+    key = "sk-ant-api03-" + "A1b2C3d4E5f6G7h8I9j0" * 4
+    source_db = str(tmp_path / "source.db")
+    source = await open_store(source_db, redact_secrets=False)  # as an earlier release stored
+    await source.remember("team", "s1", [TurnInput(f"the key is {key}"), TurnInput("plain")])
+    await source.close()
+
+    async def copied_texts(target_db: str) -> list[str]:
+        target = await open_store(target_db, read_only=True)
+        try:
+            return [turn.text async for turn in target.iter_turns(None)]
+        finally:
+            await target.close()
+
+    redacting = await migrate_memory(source_db, str(tmp_path / "a.db"), StoreConfig(), batch=1)
+    assert redacting.redacted == 1 and redacting.report.copied["turns"] == 2
+    assert not any(key in text for text in await copied_texts(str(tmp_path / "a.db")))
+
+    keeping = StoreConfig(redact_secrets=False)
+    verbatim = await migrate_memory(source_db, str(tmp_path / "b.db"), keeping)
+    assert verbatim.redacted == 0
+    assert any(key in text for text in await copied_texts(str(tmp_path / "b.db")))
