@@ -168,7 +168,7 @@ def test_overrides_are_checked_like_a_file():
         Config().with_overrides(truncation={"nope": 1})
 
 
-def test_a_built_package_carries_every_preset_of_configs(tmp_path: Path):
+def test_a_built_package_carries_every_preset_of_configs_and_its_type_marker(tmp_path: Path):
     """The package's presets/ is a link to configs/ in a checkout: what a user installs is
     a built wheel, so build one and read the presets out of it."""
     pytest.importorskip("setuptools")
@@ -197,6 +197,12 @@ def test_a_built_package_carries_every_preset_of_configs(tmp_path: Path):
             for name in archive.namelist()
             if name.startswith("smartsearch_mcp/presets/")
         }
+        names = set(archive.namelist())
+        (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        scripts = archive.read(entry_points).decode()
+    # the type marker package-data names, the command line's package and its entry point
+    assert {"smartsearch_mcp/py.typed", "smartsearch_mcp/cli/main.py"} <= names
+    assert "smartsearch-mcp = smartsearch_mcp.cli:main" in scripts
     presets = {file.name: file.read_bytes() for file in REPO_CONFIGS.glob("*.toml")}
     assert presets and shipped == presets
     for name, text in shipped.items():  # each loads, every value checked

@@ -103,7 +103,11 @@ def test_the_readmes_test_command_is_the_one_ci_runs():
 
 # A path that names one machine: a home directory, or the folders a checkout sits in there.
 MACHINE_PATH = re.compile(r"(?<![\w.~])/(?:home|Users|root|work)/[\w.-]+|[A-Z]:\\Users\\")
-DOC_FILES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
+DOC_FILES = [
+    README,
+    *sorted((ROOT / "docs").rglob("*.md")),
+    *sorted((ROOT / "training").rglob("*.md")),
+]
 
 
 @pytest.mark.parametrize("page", DOC_FILES, ids=lambda p: p.relative_to(ROOT).as_posix())
