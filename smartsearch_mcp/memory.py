@@ -23,8 +23,10 @@ from smartsearch_mcp.pipeline.analyze import MAX_TERM_CHARS
 from smartsearch_mcp.pipeline.recall import RecallPipeline
 from smartsearch_mcp.store import Store, check_name, open_configured_store
 from smartsearch_mcp.types import (
+    CutExplanation,
     ForgetResult,
     InputError,
+    RecallExplanation,
     RecallResult,
     RememberResult,
     Scope,
@@ -126,9 +128,13 @@ class Memory:
         since: str | None = None,
         until: str | None = None,
         reference: datetime | None = None,
+        explain: bool = False,
     ) -> RecallResult:
         """Recall passages for `query` within `max_tokens`. `reference` is the moment
-        relative dates in the query ("last week") are read against (default: now)."""
+        relative dates in the query ("last week") are read against (default: now).
+        `explain`: the result says why each passage was recalled (`explanation`)."""
+        if not isinstance(explain, bool):
+            raise InputError(f"explain must be true or false (a boolean), got {explain!r}")
         if not isinstance(query, str) or not query.strip():
             raise InputError("query must be a non-empty string (a question or keywords)")
         if len(query) > MAX_QUERY_CHARS:
@@ -157,7 +163,9 @@ class Memory:
         else:
             # Relative dates in the question ("yesterday") are days of the local time zone.
             moment = reference or datetime.now().astimezone()
-            result = await self.pipeline.recall(query, scope, budget, moment)
+            result = await self.pipeline.recall(query, scope, budget, moment, explain)
+        if explain and result.explanation is None:
+            result = dataclasses.replace(result, explanation=nothing_to_explain(result))
         if not result.passages and (hint := await self._elsewhere_hint(scope.namespaces)):
             result = dataclasses.replace(result, warnings=[*result.warnings, hint])
         elif not result.passages and not result.warnings:  # an empty scope: never silent
@@ -275,6 +283,22 @@ def elsewhere_hint(counts: dict[str, int], namespaces: Sequence[str]) -> str | N
         f"namespace {', '.join(map(repr, namespaces))} holds no turns; this memory holds "
         f"{listed} — pass the namespace to search (CLI: --namespace NAME)"
     )
+
+
+def nothing_to_explain(result: RecallResult) -> RecallExplanation:
+    """The explanation of a recall that ranked nothing (an empty scope)."""
+    cut = CutExplanation(
+        stop_reason=result.stop_reason,
+        score_at_cut=None,
+        threshold=None,
+        alpha=0.0,
+        top_k=0,
+        max_tokens=result.max_tokens,
+        tokens_used=result.tokens_used,
+        ranked=0,
+        kept=0,
+    )
+    return RecallExplanation(passages=[], below_cut=[], cut=cut)
 
 
 def empty_scope_warning(scope: Scope) -> str:

@@ -4,6 +4,7 @@ CLI's recall, grep and timeline do not load the MCP SDK."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -13,7 +14,7 @@ from smartsearch_mcp.dates import format_timestamp
 from smartsearch_mcp.grep import GrepResult
 from smartsearch_mcp.pipeline.render import render_recall
 from smartsearch_mcp.timeline import TimelineResult
-from smartsearch_mcp.types import RecallResult, Scored
+from smartsearch_mcp.types import PassageExplanation, RecallExplanation, RecallResult, Scored
 
 
 class TurnIn(BaseModel):
@@ -81,6 +82,84 @@ class HopOut(BaseModel):
     turn_ids: list[int]
 
 
+class RankerRankOut(BaseModel):
+    ranker: str
+    rank: int = Field(description="1 = this ranker's best candidate; ties share a rank.")
+    score: float = Field(description="The ranker's own score of the passage.")
+
+
+class AdjustmentOut(BaseModel):
+    name: str = Field(description="The adjustment (rank.adjust), e.g. time_range.")
+    stage: str = Field(description="'fusion', 'first_pass' (a cascade's) or 'final'.")
+    before: float
+    after: float
+    delta: float
+    superseded_by: int | None = Field(
+        default=None, description="The later turn this adjustment found superseding it."
+    )
+
+
+class PassageWhyOut(BaseModel):
+    id: int = Field(description="Turn id.")
+    start: int
+    end: int
+    position: int = Field(description="1-based place in the final ranking.")
+    kept: bool = Field(description="Returned (above the cut), or the best left out.")
+    channels: list[str] = Field(description="The retrieval channels that found it.")
+    lexical_score: float
+    rankers: list[RankerRankOut]
+    fused_score: float | None = Field(description="The score fusion gave it.")
+    fusion: str = Field(
+        description="'fusion', or 'first_pass' when a cascade's expensive rankers did not score it."
+    )
+    adjustments: list[AdjustmentOut] = Field(description="Every adjustment that moved it.")
+    score: float = Field(description="The final score.")
+    confidence: float
+    hops: list[str] = Field(description="Entities whose second search added its turn.")
+    in_date_window: bool | None = Field(
+        description="Inside the question's date window (None: the question names no dates)."
+    )
+    superseded_by: int | None
+
+
+class BelowCutOut(PassageWhyOut):
+    session_id: str
+    namespace: str
+    speaker: str | None
+    role: str
+    timestamp: str | None
+    text: str
+
+
+class CutOut(BaseModel):
+    stop_reason: str
+    score_at_cut: float | None = Field(
+        description="Confidence of the best passage left out (None when none was)."
+    )
+    threshold: float | None = Field(
+        description="The confidence a passage needed (alpha x the best; None: no threshold)."
+    )
+    alpha: float
+    top_k: int
+    max_tokens: int
+    tokens_used: int
+    ranked: int = Field(description="Passages in the ranking.")
+    kept: int
+
+
+class DateWindowOut(BaseModel):
+    expression: str
+    start: str
+    end: str = Field(description="Excluded.")
+
+
+class ExplainOut(BaseModel):
+    passages: list[PassageWhyOut] = Field(description="One per returned passage, same order.")
+    below_cut: list[BelowCutOut] = Field(description="The best passages left out.")
+    cut: CutOut
+    date_window: DateWindowOut | None
+
+
 class RecallOutput(BaseModel):
     passages: list[PassageOut]
     tokens_used: int
@@ -96,6 +175,12 @@ class RecallOutput(BaseModel):
     )
     score_at_cut: float | None = Field(
         description="Confidence of the best passage left out (None when none was)."
+    )
+    # Only when asked (explain=true): without it the output is what it always was.
+    explain: ExplainOut | None = Field(
+        default=None,
+        exclude_if=lambda value: value is None,
+        description="Why each passage was recalled (only with explain=true).",
     )
 
 
@@ -174,7 +259,65 @@ def recall_output(result: RecallResult) -> RecallOutput:
         candidates=result.candidates,
         stop_reason=result.stop_reason,
         score_at_cut=None if result.score_at_cut is None else round(result.score_at_cut, 6),
+        explain=None if result.explanation is None else explain_output(result.explanation),
     )
+
+
+def explain_output(explanation: RecallExplanation) -> ExplainOut:
+    """The structured form of a recall's explanation."""
+    window = explanation.date_window
+    return ExplainOut(
+        passages=[_why(p) for p in explanation.passages],
+        below_cut=[BelowCutOut(**_why(p).model_dump(), **_shown(p)) for p in explanation.below_cut],
+        cut=CutOut(**asdict(explanation.cut)),
+        date_window=None if window is None else DateWindowOut(**asdict(window)),
+    )
+
+
+def _why(item: PassageExplanation) -> PassageWhyOut:
+    return PassageWhyOut(
+        id=item.passage.turn.id,
+        start=item.passage.start,
+        end=item.passage.end,
+        position=item.position,
+        kept=item.kept,
+        channels=item.channels,
+        lexical_score=round(item.lexical_score, 6),
+        rankers=[
+            RankerRankOut(ranker=r.ranker, rank=r.rank, score=round(r.score, 6))
+            for r in item.rankers
+        ],
+        fused_score=None if item.fused_score is None else round(item.fused_score, 6),
+        fusion=item.fusion,
+        adjustments=[
+            AdjustmentOut(
+                name=s.name,
+                stage=s.stage,
+                before=round(s.before, 6),
+                after=round(s.after, 6),
+                delta=round(s.after - s.before, 6),
+                superseded_by=s.superseded_by,
+            )
+            for s in item.adjustments
+        ],
+        score=round(item.score, 6),
+        confidence=round(item.confidence, 4),
+        hops=item.hops,
+        in_date_window=item.in_date_window,
+        superseded_by=item.superseded_by,
+    )
+
+
+def _shown(item: PassageExplanation) -> dict[str, Any]:
+    turn = item.passage.turn
+    return {
+        "session_id": turn.session_id,
+        "namespace": turn.namespace,
+        "speaker": turn.speaker,
+        "role": turn.role,
+        "timestamp": turn.timestamp,
+        "text": item.passage.text,
+    }
 
 
 def _confidences(result: RecallResult) -> list[float]:
@@ -314,3 +457,69 @@ def format_timeline(output: TimelineOutput) -> str:
 
 def _day(timestamp: str | None) -> str:
     return (timestamp or "")[:10]
+
+
+def format_explain(explain: ExplainOut) -> str:
+    """Readable text of a recall's explanation: each returned passage, the cut line, then the
+    best passages below it."""
+    lines = ["Why these passages:"]
+    lines.extend(line for item in explain.passages for line in _why_lines(item))
+    cut = explain.cut
+    at_cut = "-" if cut.score_at_cut is None else f"{cut.score_at_cut:.4g}"
+    threshold = "none" if cut.threshold is None else f"{cut.threshold:.4g}"
+    lines.append(
+        f"--- cut: {cut.stop_reason} (confidence at the cut {at_cut}, threshold {threshold}; "
+        f"{cut.kept} of {cut.ranked} ranked kept; {cut.tokens_used}/{cut.max_tokens} tokens)"
+    )
+    if explain.date_window is not None:
+        window = explain.date_window
+        lines.append(
+            f"date window: {window.expression!r} {window.start[:10]} to {window.end[:10]} "
+            "(end excluded)"
+        )
+    for below in explain.below_cut:
+        lines.extend(_why_lines(below))
+        lines.append(f"     {_one_line(below.text, 100)}")
+    return "\n".join(lines)
+
+
+def _why_lines(item: PassageWhyOut) -> list[str]:
+    where = "" if item.start == 0 else f" [{item.start}:{item.end}]"
+    mark = "kept" if item.kept else "below the cut"
+    lines = [
+        f"#{item.position} turn {item.id}{where} ({mark}): score {item.score:.4g}, "
+        f"confidence {item.confidence:.2f}"
+    ]
+    lines.append(f"     found by: {', '.join(item.channels) or '-'}")
+    ranks = ", ".join(f"{r.ranker} #{r.rank} ({r.score:.4g})" for r in item.rankers)
+    fused = "-" if item.fused_score is None else f"{item.fused_score:.4g}"
+    stage = "" if item.fusion == "fusion" else f" ({item.fusion})"
+    lines.append(f"     rankers: {ranks or '-'}; fused {fused}{stage}")
+    lines.extend(
+        f"     {step.name} ({step.stage}): {step.before:.4g} -> {step.after:.4g} "
+        f"({step.delta:+.4g})" + ("" if step.superseded_by is None else " superseded")
+        for step in item.adjustments
+    )
+    notes = []
+    if item.hops:
+        notes.append(f"hop from {', '.join(item.hops)}")
+    if item.in_date_window is not None:
+        notes.append("in the date window" if item.in_date_window else "outside the date window")
+    if item.superseded_by is not None:
+        notes.append(f"superseded by #{item.superseded_by}")
+    if notes:
+        lines.append(f"     {'; '.join(notes)}")
+    return lines
+
+
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def print_explain(structured: dict[str, Any] | None) -> None:
+    """Print the explanation of a recall's structured result (from this process, a server's
+    socket or its HTTP tool), after a blank line; nothing when it carries none."""
+    explain = (structured or {}).get("explain")
+    if explain is not None:
+        sys.stdout.write("\n" + format_explain(ExplainOut.model_validate(explain)) + "\n")

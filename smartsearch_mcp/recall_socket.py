@@ -238,9 +238,9 @@ async def _recall_reply(request: Any, memory: Memory, fingerprint: str) -> dict[
     query = request.get("query")
     if not isinstance(query, str):
         raise TypeError("query must be a string")
-    options = {
+    options: dict[str, Any] = {
         key: request.get(key)
-        for key in ("max_tokens", "namespace", "session_id", "since", "until")
+        for key in ("max_tokens", "namespace", "session_id", "since", "until", "explain")
         if request.get(key) is not None
     }
     try:

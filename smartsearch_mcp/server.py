@@ -269,6 +269,7 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
         session_id: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        explain: bool = False,
     ) -> Annotated[CallToolResult, RecallOutput]:
         """Search long-term memory for passages relevant to a question.
 
@@ -278,9 +279,17 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
         stored passages, grouped by session with their dates, within `max_tokens` (default
         1500).
         Optional filters: `session_id`, and `since` / `until` dates (ISO 8601).
+        `explain`: the structured result also says why each passage was recalled (channels,
+        each ranker's rank and score, the adjustments that moved it, the cut).
         """
         result = await _memory(ctx).recall(
-            query, max_tokens, namespace=namespace, session_id=session_id, since=since, until=until
+            query,
+            max_tokens,
+            namespace=namespace,
+            session_id=session_id,
+            since=since,
+            until=until,
+            explain=explain,
         )
         output = recall_output(result)
         return CallToolResult(

@@ -189,6 +189,88 @@ class Hop:
 
 
 @dataclass(frozen=True, slots=True)
+class RankerRank:
+    """One ranker's say on a passage: its rank among the candidates it scored (1 = best;
+    ties share the best rank of the tie) and its raw score."""
+
+    ranker: str
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class AdjustmentStep:
+    """One adjustment that moved a passage (`stage`: "fusion", a cascade's "first_pass", or
+    "final"): its score before and after, and the later turn that superseded it when the
+    adjustment found one."""
+
+    name: str
+    stage: str
+    before: float
+    after: float
+    superseded_by: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PassageExplanation:
+    """Why a passage stands where it does (`position`: 1-based, in the final ranking):
+    the channels that found it, each ranker's rank and score, the fused score (of `fusion`:
+    the final fusion, or a cascade's first pass for passages that did not reach the
+    expensive rankers), the adjustments that moved it, its final score and confidence."""
+
+    passage: Passage
+    position: int
+    kept: bool
+    channels: list[str]
+    lexical_score: float
+    rankers: list[RankerRank]
+    fused_score: float | None
+    fusion: str
+    adjustments: list[AdjustmentStep]
+    score: float
+    confidence: float
+    hops: list[str]  # entities whose multi-hop search added its turn
+    in_date_window: bool | None  # None: the question names no dates
+    superseded_by: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CutExplanation:
+    """Where truncation cut: why it stopped, the threshold value (confidence) of the best
+    passage left out, the threshold itself (None: none applied), and the limits."""
+
+    stop_reason: str
+    score_at_cut: float | None
+    threshold: float | None
+    alpha: float
+    top_k: int
+    max_tokens: int
+    tokens_used: int
+    ranked: int  # passages in the ranking
+    kept: int
+
+
+@dataclass(frozen=True, slots=True)
+class DateWindow:
+    """The dates a question names ("last week"), as recall read them (`end` excluded)."""
+
+    expression: str
+    start: str
+    end: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecallExplanation:
+    """A recall's trace: its passages explained in the order returned, the best passages
+    just below the cut, the cut, and the question's date window."""
+
+    passages: list[PassageExplanation]
+    below_cut: list[PassageExplanation]
+    cut: CutExplanation
+    date_window: DateWindow | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RecallResult:
     passages: list[Scored]
     tokens_used: int
@@ -204,6 +286,8 @@ class RecallResult:
     stop_reason: str = "exhausted"
     # How sure the ranking is of each returned passage, in [0, 1] (see rank.ranking_confidence).
     confidence: list[float] = field(default_factory=list)
+    # Why each passage was recalled, when the recall was explained (see pipeline/explain.py).
+    explanation: RecallExplanation | None = None
 
 
 class Scorer(Protocol):

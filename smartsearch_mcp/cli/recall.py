@@ -31,6 +31,11 @@ def add_options(recall: argparse.ArgumentParser) -> None:
     recall.add_argument("--until", default=None)
     recall.add_argument("--json", action="store_true", help="print the structured result")
     recall.add_argument(
+        "--explain",
+        action="store_true",
+        help="also say why each passage was recalled: channels, rankers, adjustments, the cut",
+    )
+    recall.add_argument(
         "--server",
         default=None,
         metavar="URL",
@@ -49,7 +54,7 @@ def add_options(recall: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     """Print the recall of --server, else of a running server's socket, else of this
     process."""
-    from smartsearch_mcp.output import format_recall, recall_output
+    from smartsearch_mcp.output import format_recall, print_explain, recall_output
 
     url = args.server or os.environ.get("SMARTSEARCH_URL")
     if url:
@@ -66,6 +71,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
             session_id=args.session_id,
             since=args.since,
             until=args.until,
+            explain=args.explain,
         ),
         read_only=True,
     )
@@ -73,12 +79,17 @@ def run(args: argparse.Namespace, config: Config) -> int:
         print(recall_output(result).model_dump_json(indent=2))
     else:
         print(format_recall(args.query, result))
+        if args.explain:
+            print_explain(recall_output(result).model_dump(mode="json"))
         say_namespace(args, config)
     return 0
 
 
 def _passed_on(args: argparse.Namespace) -> dict[str, Any]:
-    return {key: getattr(args, key) for key in _PASSED_ON if getattr(args, key) is not None}
+    options = {key: getattr(args, key) for key in _PASSED_ON if getattr(args, key) is not None}
+    if args.explain:
+        options["explain"] = True
+    return options
 
 
 def _recall_via_socket(args: argparse.Namespace, config: Config) -> bool:
@@ -92,6 +103,9 @@ def _recall_via_socket(args: argparse.Namespace, config: Config) -> bool:
         return False
     print(json.dumps(answer.json, indent=2, ensure_ascii=False) if args.json else answer.text)
     if not args.json:
+        from smartsearch_mcp.output import print_explain
+
+        print_explain(answer.json)
         say_namespace(args, config)
     print(describe(answer), file=sys.stderr)
     return True
@@ -111,6 +125,9 @@ def _recall_via_server(url: str, args: argparse.Namespace, config: Config) -> in
     answer = recall_over_http(url, arguments, os.environ.get(TOKEN_ENV))
     print(json.dumps(answer.structured, indent=2) if args.json else answer.text)
     if not args.json:
+        from smartsearch_mcp.output import print_explain
+
+        print_explain(answer.structured)
         say_namespace(args, config)
     return 0
 

@@ -188,7 +188,7 @@ def first_pass(
     cheap = {name: values for name, values in scores.items() if name in names}
     if "lexical" in names or not set(cheap) - PRIOR_RANKERS:
         cheap["lexical"] = [c.lexical_score for c in candidates]
-    return order_candidates(candidates, cheap, context, unseen)
+    return order_candidates(candidates, cheap, context, unseen, phase="first_pass")
 
 
 def order_candidates(
@@ -196,12 +196,17 @@ def order_candidates(
     scores: Mapping[str, Sequence[float]],
     context: Context,
     unseen: int = 0,
+    phase: str = "fusion",
 ) -> list[Scored]:
     """The candidates best first: the rankers' `scores` fused (`fuse`, weighted by
     `rank.weights`) with their confidence (`with_confidence`; `unseen`: passages of the
     scope that are not candidates), then the adjustments of the "fusion" stage that
-    `rank.adjust` lists (`pipeline.adjust`)."""
+    `rank.adjust` lists (`pipeline.adjust`). An explained recall's `context.trace` records
+    the fusion and the adjustments under `phase` ("fusion", or a cascade's "first_pass")."""
     rank = context.rank
     weights = {name: rank.weights.get(name, 1.0) for name in scores}
     fused = with_confidence(fuse(candidates, scores, rank.rrf_k, weights), unseen)
-    return adjust(fused, "fusion", context)
+    if context.trace is not None:
+        keys = [c.passage.key for c in candidates]
+        context.trace.fusion(phase, fused, scores, keys)
+    return adjust(fused, "fusion", context, phase)

@@ -24,6 +24,7 @@ from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.corpus import ScopeCorpora
 from smartsearch_mcp.pipeline.embeddings import Embeddings
 from smartsearch_mcp.pipeline.expand import expand_candidates
+from smartsearch_mcp.pipeline.explain import Tracer
 from smartsearch_mcp.pipeline.gather import Retrieval, nothing_found, nothing_found_yet
 from smartsearch_mcp.pipeline.indexing import BackgroundVectors, uses_splade
 from smartsearch_mcp.pipeline.run import RecallRun, get_model
@@ -134,9 +135,16 @@ class RecallPipeline:
     # ------------------------------------------------------------------ recall
 
     async def recall(
-        self, query: str, scope: Scope, max_tokens: int, reference: datetime | None = None
+        self,
+        query: str,
+        scope: Scope,
+        max_tokens: int,
+        reference: datetime | None = None,
+        explain: bool = False,
     ) -> RecallResult:
-        ranking = await self.rank(query, scope, reference)
+        """Stages 1–5; `explain`: the result carries why each passage was recalled
+        (`RecallResult.explanation`, see pipeline/explain.py)."""
+        ranking = await self.rank(query, scope, reference, explain)
         return await off_loop(self._limiter, self.truncate, ranking, max_tokens)
 
     def truncate(
@@ -146,9 +154,17 @@ class RecallPipeline:
         cfg = self.config.truncation
         return truncate_ranking(ranking, max_tokens, cfg, self.token_counter(), alpha)
 
-    async def rank(self, query: str, scope: Scope, reference: datetime | None = None) -> Ranking:
-        """Stages 1–4 and the adjustments: analyze, retrieve, expand, rank, adjust."""
+    async def rank(
+        self,
+        query: str,
+        scope: Scope,
+        reference: datetime | None = None,
+        explain: bool = False,
+    ) -> Ranking:
+        """Stages 1–4 and the adjustments: analyze, retrieve, expand, rank, adjust (with
+        `explain`, traced as they run)."""
         run = RecallRun.start(self.config.rank.embed_on_recall, self.model_wait_s)
+        run.trace = Tracer() if explain else None
         clock = time.perf_counter()
         if self.model_wait_s is None:
             # A cold process (a CLI recall): the rankers load in the background while spaCy
@@ -159,7 +175,9 @@ class RecallPipeline:
         clock = lap(run.timings, "analyze", clock)
         run.warnings.extend(analysis.warnings)
         if not analysis.has_content:  # nothing to search for: no passages, and a warning
-            return Ranking(query, analysis, [], [], [], run.warnings, timings_ms=run.timings)
+            return Ranking(
+                query, analysis, [], [], [], run.warnings, timings_ms=run.timings, trace=run.trace
+            )
 
         found = await self.retrieval.retrieve(analysis, scope, nlp, run)
         analysis = found.analysis
@@ -192,6 +210,7 @@ class RecallPipeline:
             analysis,
             similarity_of(taken, vectors),
             run.warnings,
+            trace=run.trace,
         )
         scored = adjust(scored, "final", final)
         self._notes(analysis, bool(taken), rankers, run)
@@ -205,6 +224,7 @@ class RecallPipeline:
             warnings=list(dict.fromkeys(run.warnings)),
             hops=hops,
             timings_ms=run.timings,
+            trace=run.trace,
         )
 
     def _notes(

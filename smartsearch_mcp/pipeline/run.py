@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -15,12 +15,15 @@ from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline.corpus import EmbedBudget
 from smartsearch_mcp.pipeline.token_vectors import TokenBudget
 
+if TYPE_CHECKING:
+    from smartsearch_mcp.pipeline.explain import Tracer
+
 LOAD_POLL_S = 0.05  # how often a recall waiting for a loading model looks again
 
 
 @dataclass
 class RecallRun:
-    """One recall's budgets, notes and timings."""
+    """One recall's budgets, notes and timings, and its trace when it is explained."""
 
     budget: EmbedBudget
     tokens: TokenBudget  # ColBERT candidates this recall may still encode itself
@@ -30,6 +33,7 @@ class RecallRun:
     loading: set[str] = field(default_factory=set)  # configured models not loaded yet
     models_by: float | None = None  # time.monotonic() after which no model is waited for
     memo: dict[str, Any] = field(default_factory=dict)  # values computed once per recall
+    trace: Tracer | None = None
 
     @classmethod
     def start(cls, embed_on_recall: int, model_wait_s: float | None) -> RecallRun:

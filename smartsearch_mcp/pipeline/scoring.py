@@ -79,7 +79,7 @@ class Scoring:
         if not candidates:
             return [], [], None
         rank = self.config.rank
-        context = Context(rank, self.config.passages.burst_seconds)
+        context = Context(rank, self.config.passages.burst_seconds, trace=run.trace)
         # Passages of the scope that are not candidates (at least: a streamed or indexed
         # corpus holds only some of them) calibrate the confidence as well.
         unseen = len(found.corpus.passages) - len(candidates)
@@ -125,6 +125,8 @@ class Scoring:
                 unseen + len(candidates) - len(rows),  # the first pass's rest: unseen too
             )
             ordered = follow_with_rest(head, first)
+            if run.trace is not None and first:  # the rest's first-pass scores, shifted down
+                run.trace.adjusted("follow_with_rest", "first_pass", first, ordered[len(head) :])
         return ordered, used, passage_vectors
 
     async def _score_expensive(

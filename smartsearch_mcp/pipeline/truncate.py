@@ -12,10 +12,11 @@ from typing import Literal
 
 from smartsearch_mcp.config import TruncationConfig
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
+from smartsearch_mcp.pipeline.explain import Tracer, explain_cut
 from smartsearch_mcp.pipeline.rank import ranking_confidence
 from smartsearch_mcp.pipeline.render import RenderedCost
 from smartsearch_mcp.tokens import TokenCounter
-from smartsearch_mcp.types import Candidate, Hop, Passage, RecallResult, Scored
+from smartsearch_mcp.types import Candidate, CutExplanation, Hop, Passage, RecallResult, Scored
 
 TruncationReason = Literal["budget", "top_k", "threshold", "exhausted"]
 
@@ -34,6 +35,7 @@ class Ranking:
     warnings: list[str]
     hops: list[Hop] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    trace: Tracer | None = None  # what the stages did, when the recall is explained
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,23 @@ def truncate_ranking(
     timings["truncate"] = (time.perf_counter() - started) * 1000
     by_item = zip(ranking.scored, confidence, strict=True)
     kept_confidence = {id(item): value for item, value in by_item}
+    explanation = None
+    if ranking.trace is not None:
+        limits = CutExplanation(
+            stop_reason=cut.reason,
+            score_at_cut=cut.score_at_cut,
+            threshold=_threshold(confidence[0], alpha) if confidence else None,
+            alpha=alpha,
+            top_k=top_k,
+            max_tokens=max_tokens,
+            tokens_used=cut.tokens_used,
+            ranked=len(ranking.scored),
+            kept=len(cut.kept),
+        )
+        time_range = ranking.analysis.time_range
+        explanation = explain_cut(
+            ranking.trace, ranking.scored, confidence, cut.kept, limits, ranking.hops, time_range
+        )
     return RecallResult(
         passages=cut.kept,
         tokens_used=cut.tokens_used,
@@ -187,6 +206,7 @@ def truncate_ranking(
         timings_ms=timings,
         stop_reason=cut.reason,
         confidence=[kept_confidence.get(id(item), confidence[0]) for item in cut.kept],
+        explanation=explanation,
     )
 
 

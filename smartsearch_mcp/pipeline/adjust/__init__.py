@@ -31,11 +31,17 @@ ADJUST: Mapping[str, Adjustment] = {
 }
 
 
-def adjust(scored: list[Scored], stage: str, context: Context) -> list[Scored]:
+def adjust(
+    scored: list[Scored], stage: str, context: Context, phase: str | None = None
+) -> list[Scored]:
     """`scored` through the adjustments of `stage` ("fusion" or "final") that
-    `context.rank.adjust` lists, in its order."""
+    `context.rank.adjust` lists, in its order; each one's effect goes to `context.trace`
+    when the recall is explained, under `phase` (default: the stage)."""
     for name in context.rank.adjustments(stage):
+        before = scored
         scored = ADJUST[name](scored, context)
+        if context.trace is not None:
+            context.trace.adjusted(name, phase or stage, before, scored)
     return scored
 
 

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
 from smartsearch_mcp.types import Scored
+
+if TYPE_CHECKING:
+    from smartsearch_mcp.pipeline.explain import Tracer
 
 
 @dataclass
@@ -18,10 +22,12 @@ class Context:
     passages.burst_seconds; `analysis` the question (None after a cascade's first pass: the
     fusion stage does not read it); `similarity(passages)` the matrix of the passages'
     bi-encoder similarities (None: the bi-encoder did not rank, and no adjustment may lean on
-    it); an adjustment's notes for the user go to `warnings`."""
+    it); an adjustment's notes for the user go to `warnings`; `trace` records what each
+    adjustment did when the recall is explained (None: it is not)."""
 
     rank: RankConfig
     burst_seconds: int = 0
     analysis: QueryAnalysis | None = None
     similarity: Callable[[Sequence[Scored]], np.ndarray] | None = None
     warnings: list[str] = field(default_factory=list)
+    trace: Tracer | None = None
