@@ -377,6 +377,17 @@ class InjectConfig(Section):
 
 
 @dataclass(frozen=True)
+class UiConfig(Section):
+    """The local memory browser (`smartsearch-mcp ui`, smartsearch_mcp/ui/)."""
+
+    NAME: ClassVar[str] = "ui"
+    # Whether the page may delete turns and sessions (with a confirmation step); off, it
+    # only reads. `ui --allow-forget` turns it on for one run.
+    allow_forget: bool = False
+    page_size: int = setting(50, at_least=1, at_most=1000)  # turns or sessions per page
+
+
+@dataclass(frozen=True)
 class Config:
     store: StoreConfig = field(default_factory=StoreConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)
@@ -388,6 +399,7 @@ class Config:
     rank: RankConfig = field(default_factory=RankConfig)
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
     inject: InjectConfig = field(default_factory=InjectConfig)
+    ui: UiConfig = field(default_factory=UiConfig)
     source: str = "built-in defaults"
 
     @classmethod

@@ -1,5 +1,5 @@
 """Command line: serve | recall | remember | forget | redact | grep | timeline | hook |
-import | embed | export | migrate | stats | doctor | models | install | uninstall | bench.
+import | embed | export | migrate | stats | doctor | models | install | uninstall | ui | bench.
 
 A thin layer over the library: one module per command or small group of them, each
 command's options beside its handler (see `command.Command`); `main` builds the parser from

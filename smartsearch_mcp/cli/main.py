@@ -23,6 +23,7 @@ from smartsearch_mcp.cli import (
     recall,
     redact,
     serve,
+    ui,
 )
 from smartsearch_mcp.cli.command import Command
 from smartsearch_mcp.cli.settings import add_common_options, load_config
@@ -49,6 +50,7 @@ COMMANDS: tuple[Command, ...] = (
     doctor.MODELS,
     install.INSTALL,
     install.UNINSTALL,
+    ui.UI,
     bench.BENCH,
 )
 

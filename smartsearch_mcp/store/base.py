@@ -121,6 +121,14 @@ class Store(MemoryStore, Protocol):
     # reads
     async def session_turns(self, namespace: str, session_id: str) -> list[Turn]: ...
 
+    async def session_page(
+        self, namespace: str, session_id: str, limit: int, offset: int = 0
+    ) -> list[Turn]: ...
+
+    async def session_speakers(
+        self, namespace: str, session_ids: Sequence[str]
+    ) -> dict[str, list[str]]: ...
+
     async def list_sessions(
         self, namespace: str | None = None, limit: int = 1000, offset: int = 0
     ) -> list[SessionInfo]: ...

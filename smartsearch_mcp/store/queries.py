@@ -167,6 +167,24 @@ def session_turns(d: Dialect, namespace: str, session_id: str) -> Query:
     )
 
 
+def session_page(d: Dialect, namespace: str, session_id: str, limit: int, offset: int) -> Query:
+    return (
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = {d.mark} AND session_id = {d.mark} "
+        f"ORDER BY position LIMIT {d.mark} OFFSET {d.mark}",
+        [namespace, session_id, limit, offset],
+    )
+
+
+def session_speakers(d: Dialect, namespace: str, session_ids: Sequence[str]) -> Query:
+    among, params = d.among("session_id", session_ids)
+    return (
+        "SELECT session_id, coalesce(speaker, role), count(*) FROM turns "
+        f"WHERE namespace = {d.mark} AND {among} GROUP BY session_id, coalesce(speaker, role) "
+        "ORDER BY session_id, count(*) DESC, coalesce(speaker, role)",
+        [namespace, *params],
+    )
+
+
 def _namespace_where(d: Dialect, namespace: str | None) -> Query:
     return (f"WHERE namespace = {d.mark}", [namespace]) if namespace else ("", [])
 

@@ -71,6 +71,26 @@ class SharedReads(ABC):
             )
         return turns
 
+    async def session_page(
+        self, namespace: str, session_id: str, limit: int, offset: int = 0
+    ) -> list[Turn]:
+        """Up to `limit` turns of a session in order, from the `offset`-th (none when it
+        holds no more)."""
+        query = sql.session_page(self.dialect, namespace, session_id, limit, offset)
+        return await self._fetch_turns(*query)
+
+    async def session_speakers(
+        self, namespace: str, session_ids: Sequence[str]
+    ) -> dict[str, list[str]]:
+        """Who speaks in each session (the speaker, else the role), most turns first."""
+        speakers: dict[str, list[str]] = {}
+        for chunk in self.dialect.chunked(list(session_ids)):
+            for session_id, who, _ in await self._rows(
+                sql.session_speakers(self.dialect, namespace, chunk)
+            ):
+                speakers.setdefault(str(session_id), []).append(str(who))
+        return speakers
+
     async def list_sessions(
         self, namespace: str | None = None, limit: int = 1000, offset: int = 0
     ) -> list[SessionInfo]:

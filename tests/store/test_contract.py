@@ -131,6 +131,19 @@ async def test_sessions_track_first_and_last_timestamp_and_count(store):
     )
 
 
+async def test_a_session_is_read_a_page_at_a_time_with_its_speakers(store):
+    turns = [TurnInput(f"turn {i}", "Ann" if i % 3 else "Bo") for i in range(7)]
+    await store.remember("ns", "s1", turns)
+    await store.remember("ns", "s2", [TurnInput("alone", role="assistant")])
+    await store.remember("other", "s1", [TurnInput("elsewhere", "Eve")])
+    first = await store.session_page("ns", "s1", 3)
+    rest = await store.session_page("ns", "s1", 10, offset=3)
+    assert [t.text for t in first + rest] == [f"turn {i}" for i in range(7)]
+    assert await store.session_page("ns", "s1", 3, offset=7) == []
+    speakers = await store.session_speakers("ns", ["s1", "s2", "missing"])
+    assert speakers == {"s1": ["Ann", "Bo"], "s2": ["assistant"]}
+
+
 async def test_forget_by_ids_session_and_namespace(store):
     a = await store.remember("ns", "s1", [TurnInput("one"), TurnInput("two")])
     await store.remember("ns", "s2", [TurnInput("three")])
