@@ -11,6 +11,7 @@ Examples:
     smartsearch-mcp bench scale --turns 1000000 --data data --modes indexed,grep
     smartsearch-mcp bench loop-lag --config lexical --turns 100000 --data data
     smartsearch-mcp bench inject --config offline
+    smartsearch-mcp bench ui --config lexical --turns 100000
     smartsearch-mcp bench report bench-results/locomo-offline-*/ > benchmarks.md
 """
 
@@ -160,6 +161,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-db", help="build the database at this path and keep it (reused when it exists)"
     )
     lag.set_defaults(handler=_cmd_loop_lag)
+    ui = sub.add_parser(
+        "ui", parents=[common], help="memory browser: each view's render time on a large memory"
+    )
+    ui.add_argument("--turns", type=_positive_int, default=100_000, help="turns to build")
+    ui.add_argument("--repeats", type=_positive_int, default=20, help="timed requests per view")
+    ui.add_argument("--seed", type=int, default=0)
+    ui.add_argument(
+        "--keep-db", help="build the database at this path and keep it (reused when it exists)"
+    )
+    ui.set_defaults(handler=_cmd_ui)
     small = sub.add_parser(
         "small",
         parents=[common],
@@ -428,6 +439,44 @@ def _cmd_retrieval(
         write_rankings(out_dir, output.rankings)
     summary_path = write_summary(out_dir, data, plots=not args.no_plots)
     print(summary_path.read_text(encoding="utf-8"))
+    print(f"results: {out_dir}", file=sys.stderr)
+    return 0
+
+
+def _cmd_ui(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench.results import (
+        config_snapshot,
+        default_out_dir,
+        machine_info,
+        now_iso,
+        write_results,
+    )
+    from smartsearch_mcp.bench.ui import UiBenchOptions, format_report, run_ui_bench
+
+    options = UiBenchOptions(
+        turns=args.turns,
+        repeats=args.repeats,
+        seed=args.seed,
+        db_path=Path(args.keep_db) if args.keep_db else None,
+    )
+    out_dir = Path(args.out) if args.out else default_out_dir("ui", config_name)
+    with tempfile.TemporaryDirectory() as workdir:
+        measured = run_ui_bench(config, options, Path(workdir))
+    data: dict[str, Any] = {
+        "bench": "ui",
+        "command": command_line(argv, config_name),
+        "created": now_iso(),
+        "config_name": Path(config_name).stem if config_name else "default",
+        "config": config_snapshot(config),
+        "machine": machine_info(),
+        **measured,
+    }
+    write_results(out_dir, data)
+    report = format_report(data)
+    (out_dir / "summary.md").write_text(report + "\n", encoding="utf-8")
+    print(report)
     print(f"results: {out_dir}", file=sys.stderr)
     return 0
 

@@ -124,8 +124,8 @@ def test_search_replays_recall_with_the_trace_and_the_cut_line(
 ):
     page.goto(ui_url)
     page.get_by_role("link", name="Search", exact=True).click()
-    page.fill("input[name=q]", "When do we fly to Lisbon, and which hotel?")
-    page.fill("input[name=max_tokens]", "150")
+    page.fill("input[name=q]", "When is the Lisbon flight in June 2026?")
+    page.fill("input[name=max_tokens]", "120")
     page.get_by_role("button", name="Search").click()
     page.wait_for_selector("#cut-line")
     assert page.locator("#stop-reason").inner_text() in ("budget", "threshold", "top_k")
@@ -133,6 +133,8 @@ def test_search_replays_recall_with_the_trace_and_the_cut_line(
     assert first.locator("details.why").get_attribute("open") is not None
     trace = first.locator("details.why").inner_text()
     assert "Rankers" in trace and "lexical" in trace and "Found by" in trace
+    assert "time_range" in trace  # the question's month moved it: before → after
+    assert "June 2026" in page.locator("#date-window").inner_text()
     assert page.locator("#below .passage").count() >= 1
     page.locator("#below details.why").first.locator("summary").click()
     assert "Adjustments" in page.locator("#below details.why").first.inner_text()
