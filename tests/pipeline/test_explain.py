@@ -181,3 +181,26 @@ async def test_a_recall_with_no_content_is_explained_as_empty(store):
     assert result.explanation is not None
     assert result.explanation.passages == [] and result.explanation.below_cut == []
     assert result.explanation.cut.ranked == 0
+
+
+async def test_a_cascade_explains_which_passages_the_expensive_ranker_scored(store):
+    config = _config(scorers=["cross_encoder", "lexical"], expensive_candidates=2, adjust=[])
+    models = GivenModels({"cross_encoder": KeywordScorer("c", "porto")})
+    pipeline = RecallPipeline(store, config, models)  # type: ignore[arg-type]
+    result = await pipeline.recall("Biscuit Porto Clara", SCOPE, 2000, explain=True)
+    explanation = result.explanation
+    assert explanation is not None
+    every = sorted([*explanation.passages, *explanation.below_cut], key=lambda p: p.position)
+    head, rest = every[:2], every[2:]
+    assert rest, every
+    for item in head:
+        assert item.fusion == "fusion"
+        assert {r.ranker for r in item.rankers} == {"cross_encoder", "lexical"}
+    for item in rest:
+        assert item.fusion == "first_pass"
+        assert {r.ranker for r in item.rankers} == {"lexical"}
+        moved = [s for s in item.adjustments if s.name == "follow_with_rest"]
+        if item.score != item.fused_score:  # shifted below the head
+            (step,) = moved
+            assert step.after == item.score and step.before == item.fused_score
+    assert any(s.name == "follow_with_rest" for p in rest for s in p.adjustments), rest
