@@ -59,6 +59,7 @@ def test_only_the_commands_whose_models_matter_choose_a_preset():
         "models",
         "install",
         "uninstall",
+        "ui",
         "bench",
     }
 
