@@ -65,6 +65,11 @@ def train(args: argparse.Namespace) -> Path:
     dataset = Dataset.from_list(rows)
     base = args.base or minilm_path()
     model = SentenceTransformer(base, device="cpu")
+    # Trained on texts cut shorter than the model reads at recall (the cost of a step grows
+    # with the longest text in the batch); the saved model keeps the base's length.
+    served_length = model.max_seq_length
+    if args.max_seq_length:
+        model.max_seq_length = args.max_seq_length
     loss = MultipleNegativesRankingLoss(model)
     out = Path(args.out)
     training_args = SentenceTransformerTrainingArguments(
@@ -76,6 +81,7 @@ def train(args: argparse.Namespace) -> Path:
     started = time.time()
     trainer.train()
     final = out / "model"
+    model.max_seq_length = served_length
     model.save_pretrained(str(final))
     recipe = {
         "base": Path(base).name if Path(base).exists() else base,
@@ -84,6 +90,7 @@ def train(args: argparse.Namespace) -> Path:
         "rows": len(rows),
         "per_set": table,
         "negatives_per_row": args.negatives,
+        "train_max_seq_length": args.max_seq_length or served_length,
         "epochs": args.epochs,
         "batch_size": args.batch_size,
         "learning_rate": args.lr,
@@ -102,6 +109,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--base")
     parser.add_argument("--negatives", type=int, default=3)
+    parser.add_argument(
+        "--max-seq-length",
+        type=int,
+        default=128,
+        help="cut texts to this many tokens while training (0: the model's own length)",
+    )
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=2e-5)
