@@ -70,6 +70,45 @@ def asks_only(text: str) -> bool:
     return bool(worded) and all(s.endswith("?") for s in worded)
 
 
+# Words that open a question in English when typed without its question mark ("what's the
+# command for tests with coverage again"). Not an auxiliary: "can you remember that my
+# mom's birthday is December 12" asks nothing; it says.
+_WH_WORDS = frozenset(
+    [
+        "what",
+        "what's",
+        "whats",
+        "which",
+        "how",
+        "how's",
+        "why",
+        "where",
+        "where's",
+        "when",
+        "who",
+        "who's",
+        "whom",
+        "whose",
+    ]
+)
+_OPENING_RE = re.compile(r"[A-Za-z][A-Za-z']*")
+
+
+def asks_question(text: str) -> bool:
+    """Whether `text` only asks: every sentence with a word in it is a question
+    (`asks_only`), or it is one sentence opening with a wh-word ("what's the command for
+    tests with coverage again"), as people type questions without the question mark. A turn
+    that says something before it asks ("I'm on the 3 pm shift now. Any tips?") says it."""
+    if asks_only(text):
+        return True
+    opening = _OPENING_RE.search(text[:80])
+    if opening is None or opening.group().lower() not in _WH_WORDS:
+        return False
+    return (
+        sum(1 for start, end in sentence_spans(text) if _HAS_WORD_RE.search(text[start:end])) == 1
+    )
+
+
 def may_split(text: str, max_words: int) -> bool:
     """False when `text` is too short to hold more than `max_words` words (a word takes at
     least one character and a separator), so it is one passage without counting."""

@@ -14,6 +14,7 @@ from smartsearch_mcp.pipeline.passages import (
     _WORD_RE,
     _word_count,
     asks_only,
+    asks_question,
     may_split,
     sentence_spans,
     split_into_passages,
@@ -203,3 +204,27 @@ def _asks_only_by_every_sentence(text: str) -> bool:
 @given(st.text(alphabet=st.sampled_from(list("ab ?.!\n\"')]…_9é🙏")), max_size=30))
 def test_asks_only_agrees_with_reading_every_sentence(text: str) -> None:
     assert asks_only(text) == _asks_only_by_every_sentence(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "asks"),
+    [
+        ("what's the command for tests with coverage again", True),
+        ("Why did the API have to move off 8080", True),
+        ("tests fail on import. any idea why?", False),
+        ("any idea why tests fail on import?", True),
+        ("What changed? Why now?", True),
+        ("What a day. The deploy finally went out.", False),
+        ("the api url is undefined in the built app??", True),
+        ("Can you remember that my mom's birthday is December 12? She's turning 70.", False),
+        ("Had my 1:1 with Hannah, we agreed I'll lead the pricing experiment", False),
+        ("ok do 1 now", False),
+        ("use 9090", False),
+        ("", False),
+        ("?!", False),
+    ],
+)
+def test_asks_question_when_it_only_asks_by_its_marks_or_its_opening_wh_word(
+    text: str, asks: bool
+) -> None:
+    assert asks_question(text) is asks

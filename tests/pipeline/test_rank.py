@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.pipeline.adjust import Context
-from smartsearch_mcp.pipeline.adjust.replies import credit_replied_turns, discount_echoes, restates
+from smartsearch_mcp.pipeline.adjust.replies import (
+    ECHO_MIN_WORDS,
+    credit_replied_turns,
+    discount_echoes,
+    restates,
+)
 from smartsearch_mcp.pipeline.adjust.session import add_session_support
 from smartsearch_mcp.pipeline.adjust.slices import discount_later_slices
 from smartsearch_mcp.pipeline.rank import first_pass, follow_with_rest, fuse
@@ -81,8 +86,12 @@ def test_session_support_keeps_every_passage_and_sorts_best_first(
         ]
 
 
-def said(turn_id: int, position: int, role: str, score: float, start: int = 0) -> Scored:
-    text = f"turn {turn_id} " * 5
+def said(
+    turn_id: int, position: int, role: str, score: float, start: int = 0, asks: bool = False
+) -> Scored:
+    # an assistant's reply as long as the echo discount looks at (ECHO_MIN_WORDS)
+    text = f"turn {turn_id} " * (ECHO_MIN_WORDS if role == "assistant" else 5)
+    text += "why?" if asks else ""
     passage = make_passage(turn_id, text, session_id="s", position=position, role=role)
     if start:
         passage = Passage(turn=passage.turn, start=start, end=len(text))
@@ -170,16 +179,21 @@ def test_an_assistant_question_whose_answer_was_not_found_credits_nobody() -> No
 
 @given(
     st.lists(
-        st.tuples(st.integers(0, 8), st.sampled_from(["user", "assistant"]), st.floats(0, 1)),
+        st.tuples(
+            st.integers(0, 8),
+            st.sampled_from(["user", "assistant"]),
+            st.floats(0, 1),
+            st.booleans(),
+        ),
         max_size=20,
         unique_by=lambda row: row[0],
     ),
     st.floats(0, 1),
 )
 def test_reply_credit_keeps_every_passage_never_lowers_a_score_and_sorts_best_first(
-    rows: list[tuple[int, str, float]], credit: float
+    rows: list[tuple[int, str, float, bool]], credit: float
 ) -> None:
-    items = [said(100 + p, p, role, x) for p, role, x in rows]
+    items = [said(100 + p, p, role, x, asks=asks) for p, role, x, asks in rows]
     items.sort(key=lambda s: -s.score)
 
     out = credit_replied_turns(items, credit)
@@ -291,7 +305,8 @@ def test_the_first_pass_leaves_out_the_expensive_rankers_and_lexical_joins_a_lon
 
 def matched(turn_id: int, position: int, role: str, score: float, lexical: float) -> Scored:
     """A whole turn of session "s" whose grep match of the question scores `lexical`."""
-    passage = make_passage(turn_id, f"turn {turn_id}", session_id="s", position=position, role=role)
+    text = f"turn {turn_id} " * (ECHO_MIN_WORDS if role == "assistant" else 1)
+    passage = make_passage(turn_id, text, session_id="s", position=position, role=role)
     return Scored(candidate=Candidate(passage=passage, lexical_score=lexical), score=score)
 
 
@@ -308,6 +323,58 @@ def test_a_user_turn_matching_none_of_the_question_rises_to_just_after_its_reply
 
     assert ids(out) == [21, 20, 30]
     assert [s.score for s in out] == [0.9, 0.9, 0.5]
+
+
+def test_a_users_question_ranked_above_its_answer_lifts_the_answer_just_ahead_of_it() -> None:
+    items = [
+        worded(25, 4, "user", 0.39, "what's the command for tests with coverage again"),
+        worded(7, 1, "assistant", 0.33, "All 3 tests pass now."),
+        worded(26, 5, "assistant", 0.26, "`pytest --cov=app -q`, coverage is at 87 %."),
+    ]
+
+    out = credit_replied_turns(items, credit=1.0)
+
+    assert ids(out) == [26, 25, 7]
+    assert [s.score for s in out] == [0.39, 0.39, 0.33]
+    # a statement ahead of its reply stays ahead: it holds what was said
+    statement = [worded(25, 4, "user", 0.39, "tests need coverage, use pytest-cov"), items[2]]
+    assert credit_replied_turns(statement, credit=1.0) == statement
+
+
+def test_a_reply_to_a_users_question_is_not_an_echo() -> None:
+    question = worded(25, 0, "user", 0.7, "what's the command for tests with coverage again")
+    reply = worded(26, 1, "assistant", 0.8, "pytest --cov=app: coverage for the tests is 87 %")
+
+    assert discount_echoes([reply, question], discount=0.3) == [reply, question]
+    assert not restates(question, reply)
+
+
+def test_a_long_question_tells_what_its_reply_restates() -> None:
+    # the asker's circumstances are in the question: the reply that repeats them is an echo
+    question = worded(
+        25,
+        0,
+        "user",
+        0.7,
+        "How should I get ready for the interview at Acme on March 5 when my current "
+        "manager still expects the quarterly report from me that same week?",
+    )
+    advice = "For the Acme interview on March 5, first agree on the report's date. " * 8
+    reply = worded(26, 1, "assistant", 0.8, advice)
+
+    assert restates(question, reply)
+    assert ids(discount_echoes([reply, question], discount=0.3)) == [25, 26]
+    assert ids(credit_replied_turns([question, reply], credit=1.0)) == [25, 26]
+
+
+def test_a_short_reply_restating_its_user_turn_keeps_its_score() -> None:
+    # "use 9090" / "Changed the port from 8080 to 9090 in app/settings.py": what was done,
+    # and too short to crowd the budget
+    said_ = worded(27, 0, "user", 0.7, "the build box took 8080, use 9090 for the api")
+    done = worded(28, 1, "assistant", 0.8, "Changed the port from 8080 to 9090 in settings.py")
+
+    assert restates(said_, done)
+    assert discount_echoes([done, said_], discount=0.3) == [done, said_]
 
 
 def test_a_user_turn_matching_the_question_as_well_as_its_reply_is_still_credited() -> None:
