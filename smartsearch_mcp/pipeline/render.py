@@ -45,8 +45,10 @@ def stop_phrase(stop_reason: str, score_at_cut: float | None = None) -> str:
     if stop_reason == "threshold":
         # + 0.0: a value that rounds to zero from below reads "0.00", not "-0.00" (which
         # would be longer than the longest line truncation prices; see _LONGEST_STOP)
-        at = f" ({round(score_at_cut, 2) + 0.0:.2f})" if score_at_cut is not None else ""
-        return f"stopped where confidence fell well below the best{at}"
+        # The number is the confidence of the best passage left out (the best's is 1.00).
+        if score_at_cut is None:
+            return "stopped where confidence fell well below the best's"
+        return f"stopped at confidence {round(score_at_cut, 2) + 0.0:.2f}, well below the best's"
     if stop_reason == "top_k":
         return "stopped at truncation.top_k passages"
     if stop_reason == "budget":

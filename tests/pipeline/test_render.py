@@ -112,3 +112,31 @@ def test_the_rendered_text_never_exceeds_the_budget_whatever_the_times(
     text = render_recall("trip", kept.kept, max_tokens)
     assert COUNTER.count(text) <= max_tokens
     assert kept.tokens_used <= max_tokens
+
+
+def test_a_recall_cut_by_confidence_names_the_confidence_where_it_stopped() -> None:
+    """The summary says whose number it prints: the confidence of the best passage left out
+    (the best's is 1.00), not a bare figure in brackets."""
+    passages = [_scored(1, "We booked the flights to Porto.", "2026-02-03T18:05:00")]
+
+    text = render_recall("trip", passages, 100, stop_reason="threshold", score_at_cut=0.004)
+    stopped = render_recall("trip", passages, 100, stop_reason="threshold", score_at_cut=-0.001)
+
+    assert text.splitlines()[0] == (
+        "1 passage from 1 session (100 tokens; stopped at confidence 0.00, well below the best's)."
+    )
+    assert stopped.splitlines()[0] == text.splitlines()[0]  # never "-0.00"
+
+
+def test_sessions_come_in_time_order_whatever_their_rank() -> None:
+    """docs/reference.md: the text shows sessions oldest first, so the best passage (first in
+    `passages`) can come below a lesser one from an earlier session."""
+    best_but_later = _scored(1, "We decided the schema keeps emails apart.", "2026-02-03T18:05:00")
+    earlier = _scored(2, "Which port is staging on?", "2026-01-10T09:00:00", session="ports")
+
+    text = render_recall("schema", [best_but_later, earlier], 100)
+
+    assert [line for line in text.splitlines() if line.startswith("## ")] == [
+        "## Session ports — 2026-01-10",
+        "## Session trip — 2026-02-03",
+    ]
