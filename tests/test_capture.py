@@ -130,7 +130,7 @@ def test_prompt_then_stop_hooks_store_the_exchange_once_in_the_project_namespace
     line = json.loads(lines[5])
     assert turns[1].timestamp == line["timestamp"][:19] + "Z"  # the transcript's own time
     log = Path(hook_env["SMARTSEARCH_DB"]).parent / "hooks.log"
-    assert "stored 1 turns" in log.read_text()
+    assert "stored 1 turn in" in log.read_text()  # one turn, not "1 turns"
 
 
 @pytest.mark.slow

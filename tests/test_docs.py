@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from servers import subprocess_env
 
 from smartsearch_mcp.cli import build_parser
 
@@ -128,3 +131,33 @@ def test_bench_reports_show_paths_relative_to_the_checkout_or_home(monkeypatch, 
     assert shown == (
         "smartsearch-mcp bench locomo ../shared/data --out runs/a --embed-cache ~/e.db"
     )
+
+
+@pytest.mark.slow
+def test_the_python_client_in_docs_clients_remembers_and_recalls(tmp_path: Path):
+    """docs/clients.md's "Testing from Python" block, run as written except for where the
+    server is (this checkout's module) and the scratch database (in tmp_path)."""
+    page = (ROOT / "docs" / "clients.md").read_text(encoding="utf-8")
+    section = page.split("### Testing from Python", 1)[1]
+    (code,) = [block for lang, block in FENCE.findall(section) if lang == "python"][:1]
+    given = {
+        '"/path/to/smartsearch-mcp/.venv/bin/smartsearch-mcp"': repr(sys.executable),
+        'args=["serve", "--db", "try.db"': (
+            f'args=["-m", "smartsearch_mcp", "serve", "--db", {str(tmp_path / "try.db")!r}'
+        ),
+    }
+    for old, new in given.items():
+        assert old in code, f"the block no longer holds {old}"
+        code = code.replace(old, new)
+    env = subprocess_env(HOME=str(tmp_path / "home"), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "We fly to Lisbon on 3 June." in result.stdout
+    assert result.stdout.startswith("1 passage from 1 session")

@@ -88,10 +88,11 @@ def capture(args: argparse.Namespace) -> int:
         began = datetime.now(UTC)
         stored = anyio.run(capture_into_database, db, config.store, event, namespace)
         log.info(
-            "hook %s %s: stored %d turns in %s / %s",
+            "hook %s %s: stored %d turn%s in %s / %s",
             args.client,
             args.event,
             stored,
+            "" if stored == 1 else "s",
             namespace,
             event.session_id,
         )

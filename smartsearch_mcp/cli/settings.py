@@ -45,7 +45,8 @@ def add_common_options(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument(
         "--config",
         default=default,
-        help="TOML config file or preset name in configs/ (e.g. offline)",
+        help="a preset (offline, offline-mpnet, default, lexical) or a TOML file "
+        "(default: $SMARTSEARCH_CONFIG, else the preset that can run here; see doctor)",
     )
     parser.add_argument(
         "--namespace",
