@@ -141,8 +141,18 @@ def test_a_directory_without_write_permission_is_a_clear_error(tmp_path):
 
 
 def test_read_only_commands_do_not_create_a_missing_database(tmp_path):
+    """Nor does forget: deleting from a mistyped --db says so instead of making a memory."""
     db = tmp_path / "new" / "memory.db"
-    for command in (["stats"], ["recall", "whale"], ["grep", "whale"], ["timeline"]):
+    commands = (
+        ["stats"],
+        ["recall", "whale"],
+        ["grep", "whale"],
+        ["timeline"],
+        ["export", "-o", str(tmp_path / "out.jsonl")],
+        ["forget", "--id", "3"],
+        ["forget", "--all", "--yes"],
+    )
+    for command in commands:
         done = _cli(tmp_path, *command, "--db", str(db))
         assert done.returncode == 1, done
         assert f"no database at {db}" in done.stderr

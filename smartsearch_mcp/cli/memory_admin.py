@@ -16,6 +16,7 @@ from smartsearch_mcp.cli.settings import (
     namespace_choice,
     on_project_memory,
     open_memory,
+    resolve_db,
     say_namespace,
 )
 from smartsearch_mcp.cli.wording import plural
@@ -97,6 +98,14 @@ def forget(args: argparse.Namespace, config: Config) -> int:
         raise InputError("--all deletes the whole namespace: give it without --id/--session-id")
     if not (args.whole or args.ids or args.session_id):
         raise InputError("say what to delete: --id ID (repeatable), --session-id ID, or --all")
+    from pathlib import Path
+
+    from smartsearch_mcp.store.postgres_url import is_postgres_url
+    from smartsearch_mcp.store.sqlite import missing_database
+
+    db = resolve_db(args, config)
+    if db != ":memory:" and not is_postgres_url(db) and not Path(db).exists():
+        raise missing_database(db)  # deleting from nothing must not create a database
 
     async def delete(memory: Memory) -> ForgetResult:
         if args.whole and not args.yes:

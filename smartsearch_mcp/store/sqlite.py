@@ -210,10 +210,7 @@ class SQLiteStore(TurnChecks, SharedReads):
         first (an older schema: the caller opens it writable)."""
         file = Path(target)
         if not file.exists():
-            raise files.DatabaseError(
-                f"no database at {target}: nothing has been stored there yet — check --db "
-                "(or $SMARTSEARCH_DB), or store something first (`smartsearch-mcp remember`)"
-            )
+            raise missing_database(target)
         reader = await connect(target, busy_timeout_ms, read_only=True)
         try:
             version = await current_version(reader)
@@ -677,3 +674,12 @@ async def _refresh_sessions(
 
 def _marks(n: int) -> str:
     return ", ".join("?" * n)
+
+
+def missing_database(target: str) -> files.DatabaseError:
+    """The error of a command that needs a database file that does not exist (and creates
+    none: a mistyped --db must not leave an empty memory behind)."""
+    return files.DatabaseError(
+        f"no database at {target}: nothing has been stored there yet — check --db "
+        "(or $SMARTSEARCH_DB), or store something first (`smartsearch-mcp remember`)"
+    )
