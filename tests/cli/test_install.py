@@ -277,3 +277,41 @@ def test_the_clients_table_in_the_docs_says_what_install_writes(
     assert ("[mcp_servers.smartsearch]" in entry) == ("[mcp_servers.smartsearch]" in printed)
     events = set(re.findall(r"`([A-Z][A-Za-z]+)`", hooks))
     assert events == set(re.findall(r"\+ hooks\.(\w+)", printed))
+
+
+def _snippet_after(page: str, label: str) -> dict:
+    """The first JSON block after `label` in a docs page."""
+    block = re.search(r"```json\n(.*?)```", page.split(label, 1)[1], re.S)
+    assert block, f"no JSON block after {label!r}"
+    return json.loads(block.group(1))["mcpServers"]["smartsearch"]
+
+
+@pytest.mark.parametrize("client", ["claude-desktop", "cursor"])
+def test_the_by_hand_snippets_hold_the_args_install_writes(
+    home: Path, capsys, monkeypatch, client: str
+):
+    """A user who writes the entry by hand from the README or docs/clients.md gets the server
+    `install --config offline` writes (Claude Desktop: with --namespace default)."""
+    monkeypatch.setattr("sys.platform", "linux")
+    assert main(["install", client, "--config", "offline"]) == 0
+    capsys.readouterr()
+    path = (
+        home / ".config" / "Claude" / "claude_desktop_config.json"
+        if client == "claude-desktop"
+        else home / ".cursor" / "mcp.json"
+    )
+    written = json.loads(path.read_text())["mcpServers"]["smartsearch"]["args"]
+    root = Path(__file__).parents[2]
+    clients = (root / "docs" / "clients.md").read_text(encoding="utf-8")
+    label = (
+        "**Claude Desktop** (`claude_desktop_config.json`)"
+        if client == "claude-desktop"
+        else "**Cursor** (`~/.cursor/mcp.json`)"
+    )
+    assert _snippet_after(clients, label)["args"] == written
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    by_hand = _snippet_after(readme, "By hand,")["args"]
+    if client == "claude-desktop":
+        assert '`"--namespace", "default"`' in readme.split("By hand,", 1)[1].split("```", 1)[0]
+        by_hand = [*by_hand, "--namespace", "default"]
+    assert by_hand == written
