@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.pipeline.updates import content_stems
+from smartsearch_mcp.pipeline.words import content_stems
 from smartsearch_mcp.tokens import TokenCounter
 
 log = logging.getLogger(__name__)

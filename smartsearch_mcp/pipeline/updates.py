@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection
 
 from smartsearch_mcp.pipeline.dated import text_date_bounds
-from smartsearch_mcp.pipeline.words import distinct_words, is_stopword, light_stem
+from smartsearch_mcp.pipeline.words import content_stems
 
 # A change reported as done: a verb of change in the past tense or participle ("moved to",
 # "we switched", "got cancelled") or an adverb of replacement. Base forms and nouns are left
@@ -93,12 +93,6 @@ def gives_a_new_value(later: dict[str, frozenset[str]], earlier: dict[str, froze
     kind the earlier gives: "the port is 8443 now, 8080 clashed" gives a new port after "the
     API listens on 8080"; "see you at 7pm" after "dinner at 7pm" gives none."""
     return any(kind in earlier and values - earlier[kind] for kind, values in later.items())
-
-
-def content_stems(text: str) -> set[str]:
-    """The stems (`words.light_stem`) of the content words of `text`: no stopwords, at least
-    3 characters."""
-    return {light_stem(w) for w in distinct_words(text) if len(w) >= 3 and not is_stopword(w)}
 
 
 def shares_a_subject(later: str, earlier: str, asked: Collection[str]) -> bool:

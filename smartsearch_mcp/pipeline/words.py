@@ -179,3 +179,9 @@ def light_stem(word: str) -> str:
     if stem != word and len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "aeioulsz":
         stem = stem[:-1]  # running -> run, stopped -> stop
     return stem
+
+
+def content_stems(text: str) -> set[str]:
+    """The stems (`light_stem`) of the content words of `text`: no stopwords, at least
+    3 characters."""
+    return {light_stem(w) for w in distinct_words(text) if len(w) >= 3 and not is_stopword(w)}
