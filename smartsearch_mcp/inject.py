@@ -18,8 +18,13 @@ when the ranking is sure of it and it shares enough words with the prompt:
 
 The passages kept go under a one-line header, dated and with their turn ids, within
 `inject.max_tokens` (header included). Nothing is printed when none clears the bar. The
-recall runs in a thread the hook abandons after `inject.time_limit_s`: the agent is never
-kept waiting for memory, and the hook still exits 0.
+recall runs in a thread the hook abandons `inject.time_limit_s` after the prompt is stored:
+the agent is never kept waiting for memory, and the hook still exits 0.
+
+The hook starts the recall as soon as it has read the prompt (`start_injection`), so a
+running server recalls while the hook stores the prompt, and the tokenizer's vocabulary loads
+meanwhile; its own recall waits until the prompt is stored, and does not run when storing
+failed. Either recall reads only the turns stored before the hook began.
 
 This module imports no model code; the recall itself is imported only when it runs.
 """
@@ -34,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.pipeline.words import content_stems
@@ -184,15 +189,39 @@ def fallback_config(config: Config) -> Config:
     )
 
 
+class Gate:
+    """Opened once, with whether what it waits for went well (the prompt stored)."""
+
+    def __init__(self) -> None:
+        self._opened = threading.Event()
+        self._ok = False
+
+    def open(self, ok: bool) -> None:
+        """Let the waiters go on (`ok`) or give up (not `ok`)."""
+        self._ok = ok
+        self._opened.set()
+
+    def wait(self) -> bool:
+        """Whether what the gate waits for went well, once it did or failed."""
+        self._opened.wait()
+        return self._ok
+
+
 def recall_for_prompt(
-    db: str | Path, config: Config, prompt: str, namespace: str, until: str
+    db: str | Path,
+    config: Config,
+    prompt: str,
+    namespace: str,
+    until: str,
+    stored: Gate | None = None,
 ) -> tuple[dict[str, Any], str] | None:
     """(the structured recall result as JSON, "server" or "local") for `prompt` in
     `namespace` over the turns stored before `until` (the moment the hook began: the prompt
     just stored is not a candidate, so it neither comes back nor, as the best match of
     itself, lowers the confidence of the turns that answer it). The running server's recall
     when one answers with these settings, else a recall of this process with
-    `fallback_config`. None when the prompt cannot be a query."""
+    `fallback_config`, once the `stored` gate opens (none when it opens on a failure). None
+    when the prompt cannot be a query."""
     from smartsearch_mcp.recall_socket import ask_running_server
 
     query = prompt.strip()[:MAX_QUERY_CHARS]
@@ -202,6 +231,8 @@ def recall_for_prompt(
     answer = ask_running_server(db, config, query, options)
     if answer is not None:
         return answer.json, "server"
+    if stored is not None and not stored.wait():
+        return None
     import anyio
 
     return anyio.run(_local_recall, db, fallback_config(config), query, options), "local"
@@ -231,50 +262,95 @@ def build_injection(
 ) -> Injection:
     """Run `recall` within `inject.time_limit_s` and keep what clears the bar; an Injection
     with empty text (and the reason) otherwise. Never raises."""
-    settings = config.inject
-    outcome = run_with_time_limit(recall, settings.time_limit_s)
-    if outcome is TIMED_OUT:
-        return Injection("", [], 0, "time limit")
-    if outcome is FAILED:
-        return Injection("", [], 0, "error")
-    if outcome is None:
-        return Injection("", [], 0, "nothing recalled")
-    recalled, source = outcome
-    chosen = confident_passages(
-        recalled,
+    return PendingInjection(
+        TimedWork(recall), lambda: counter, prompt, namespace, current_session, config
+    ).finish()
+
+
+@dataclass(frozen=True)
+class PendingInjection:
+    """A recall for the prompt running in its thread, and how to choose and render what it
+    returns (`finish`)."""
+
+    recall: TimedWork[tuple[dict[str, Any], str] | None]
+    counter: Callable[[], TokenCounter]
+    prompt: str
+    namespace: str
+    current_session: str | None
+    config: Config
+
+    def finish(self) -> Injection:
+        """Wait at most `inject.time_limit_s` for the recall and keep what clears the bar;
+        an Injection with empty text (and the reason) otherwise. Never raises."""
+        settings = self.config.inject
+        outcome = self.recall.outcome(settings.time_limit_s)
+        if outcome is TIMED_OUT:
+            return Injection("", [], 0, "time limit")
+        if outcome is FAILED:
+            return Injection("", [], 0, "error")
+        if outcome is None:
+            return Injection("", [], 0, "nothing recalled")
+        recalled, source = outcome
+        chosen = confident_passages(
+            recalled,
+            self.prompt,
+            self.namespace,
+            self.current_session,
+            settings.min_confidence,
+            settings.min_shared_words,
+        )
+        if not chosen:
+            why = "not confident" if recalled.get("passages") else "nothing recalled"
+            return Injection("", [], 0, why, source)
+        try:
+            counter = self.counter()
+        except RuntimeError:  # no tokenizer (logged), nothing measured: inject nothing
+            return Injection("", [], 0, "error", source)
+        text, kept = render_injection(chosen, counter, settings.max_tokens)
+        if not kept:
+            return Injection("", [], 0, "not confident", source)
+        return Injection(text, kept, counter.count(text), "injected", source)
+
+
+def start_injection(
+    config: Config,
+    db: str,
+    prompt: str,
+    session: str,
+    namespace: str,
+    began: datetime,
+    stored: Gate,
+) -> PendingInjection:
+    """Start the recall for `prompt` (a user-prompt hook's, in `session`) over the turns of
+    `namespace` stored before the hook `began`, and the loading of the token counter, each
+    in a thread: a running server answers while the hook stores the prompt; the hook's own
+    recall waits for the `stored` gate. `PendingInjection.finish` then says what to add to
+    the agent's context."""
+    from smartsearch_mcp.dates import format_timestamp
+    from smartsearch_mcp.tokens import get_token_counter
+
+    until = format_timestamp(began)
+    tokenizer = config.truncation.tokenizer
+    counter = TimedWork(lambda: get_token_counter(tokenizer), "loading the tokenizer")
+    return PendingInjection(
+        TimedWork(lambda: recall_for_prompt(db, config, prompt, namespace, until, stored)),
+        lambda: counter.wait(),
         prompt,
         namespace,
-        current_session,
-        settings.min_confidence,
-        settings.min_shared_words,
+        session,
+        config,
     )
-    if not chosen:
-        why = "not confident" if recalled.get("passages") else "nothing recalled"
-        return Injection("", [], 0, why, source)
-    text, kept = render_injection(chosen, counter, settings.max_tokens)
-    if not kept:
-        return Injection("", [], 0, "not confident", source)
-    return Injection(text, kept, counter.count(text), "injected", source)
 
 
 def injection_for_prompt(
     config: Config, db: str, prompt: str, session: str, namespace: str, began: datetime
 ) -> Injection:
     """What to add to the agent's context for `prompt` (a user-prompt hook's, in `session`),
-    from the turns of `namespace` stored before the hook `began`: `build_injection` over
-    `recall_for_prompt`. Never raises."""
-    from smartsearch_mcp.dates import format_timestamp
-    from smartsearch_mcp.tokens import get_token_counter
-
-    until = format_timestamp(began)
-    return build_injection(
-        lambda: recall_for_prompt(db, config, prompt, namespace, until),
-        prompt,
-        namespace,
-        session,
-        config,
-        get_token_counter(config.truncation.tokenizer),
-    )
+    from the turns of `namespace` stored before the hook `began` (the prompt already
+    stored). Never raises."""
+    stored = Gate()
+    stored.open(True)
+    return start_injection(config, db, prompt, session, namespace, began, stored).finish()
 
 
 class _Marker:
@@ -289,25 +365,46 @@ TIMED_OUT: Any = _Marker("TIMED_OUT")
 FAILED: Any = _Marker("FAILED")
 
 
+class TimedWork(Generic[T]):
+    """`work()` running in a daemon thread from the moment this is made."""
+
+    def __init__(self, work: Callable[[], T], what: str = "recall for the prompt") -> None:
+        self._what = what
+        self._box: list[Any] = []
+        self._thread = threading.Thread(
+            target=self._run, args=(work,), name=THREAD_NAME, daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, work: Callable[[], T]) -> None:
+        try:
+            self._box.append(work())
+        except BaseException:  # a recall that fails must not fail the hook: record it
+            log.exception("%s failed", self._what)
+            self._box.append(FAILED)
+
+    def outcome(self, seconds: float) -> T | Any:
+        """Its result, `TIMED_OUT` when it has not finished within `seconds` more (the
+        thread is abandoned: see `abandoned`), `FAILED` when it raised (logged)."""
+        self._thread.join(seconds)
+        if self._thread.is_alive():
+            log.warning("%s took over %.2f s; nothing injected", self._what, seconds)
+            return TIMED_OUT
+        return self._box[0] if self._box else FAILED
+
+    def wait(self) -> T:
+        """Its result, once it is done; raises RuntimeError when it failed."""
+        self._thread.join()
+        if not self._box or self._box[0] is FAILED:
+            raise RuntimeError("the work failed (logged)")
+        result: T = self._box[0]
+        return result
+
+
 def run_with_time_limit(work: Callable[[], T], seconds: float) -> T | Any:
     """`work()` in a daemon thread: its result, `TIMED_OUT` when it has not finished after
     `seconds` (the thread is abandoned: see `abandoned`), `FAILED` when it raised (logged)."""
-    box: list[Any] = []
-
-    def run() -> None:
-        try:
-            box.append(work())
-        except BaseException:  # a recall that fails must not fail the hook: record it
-            log.exception("recall for the prompt failed")
-            box.append(FAILED)
-
-    thread = threading.Thread(target=run, name=THREAD_NAME, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        log.warning("recall for the prompt took over %.2f s; nothing injected", seconds)
-        return TIMED_OUT
-    return box[0] if box else FAILED
+    return TimedWork(work).outcome(seconds)
 
 
 def abandoned() -> bool:
@@ -318,8 +415,11 @@ def abandoned() -> bool:
 
 __all__ = [
     "HEADER",
+    "Gate",
     "InjectedPassage",
     "Injection",
+    "PendingInjection",
+    "TimedWork",
     "abandoned",
     "build_injection",
     "confident_passages",
@@ -330,4 +430,5 @@ __all__ = [
     "render_injection",
     "run_with_time_limit",
     "shared_words",
+    "start_injection",
 ]

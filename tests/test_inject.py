@@ -3,12 +3,15 @@ always stores the prompt first and exits 0 (real hook processes on a temporary d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +25,14 @@ from smartsearch_mcp.inject import (
     FAILED,
     HEADER,
     TIMED_OUT,
+    Gate,
     InjectedPassage,
+    PendingInjection,
+    TimedWork,
     build_injection,
     confident_passages,
     hook_output,
+    recall_for_prompt,
     render_injection,
     run_with_time_limit,
 )
@@ -165,6 +172,39 @@ def test_an_injection_says_why_nothing_was_injected():
         COUNTER,
     )
     assert found.reason == "injected" and "#1:" in found.text and found.tokens <= 400
+
+
+def test_the_hooks_own_recall_waits_for_the_prompt_to_be_stored_and_is_skipped_on_a_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("SMARTSEARCH_RUNTIME_DIR", str(runtime))  # no server answers here
+    stored = Gate()
+    work = TimedWork(
+        lambda: recall_for_prompt(
+            tmp_path / "none.db", Config(), PROMPT, "proj", "2026-12-01T00:00:00", stored
+        )
+    )
+    assert work.outcome(0.2) is TIMED_OUT  # waiting for the prompt to be stored
+    stored.open(False)  # storing failed: no recall of a memory the prompt is not in
+    assert work.outcome(5) is None
+
+
+def test_a_tokenizer_that_fails_to_load_injects_nothing():
+    def broken() -> Any:
+        raise RuntimeError("no vocabulary")
+
+    pending = PendingInjection(
+        TimedWork(lambda: (_recalled(_passage(1, PORTO, 0.9)), "server")),
+        broken,
+        PROMPT,
+        "proj",
+        None,
+        Config(),
+    )
+    injection = pending.finish()
+    assert (injection.text, injection.reason, injection.source) == ("", "error", "server")
 
 
 def test_inject_settings_are_checked_naming_the_key():
@@ -321,3 +361,112 @@ def test_the_server_tells_the_agent_injected_turns_are_not_all_and_to_recall_for
     said = " ".join(INSTRUCTIONS.split())
     assert "(smartsearch)" in HEADER and "(smartsearch)" in said
     assert "call `recall` for anything they do not cover" in said
+
+
+@contextlib.contextmanager
+def _answering_server(db: Path, runtime: Path, passages: list[dict[str, Any]]) -> Iterator[list]:
+    """A stand-in for a running server on `db`: answers each recall with `passages` and
+    records the requests it gets."""
+    from smartsearch_mcp.recall_socket import RUNTIME_ENV, socket_path
+
+    previous = os.environ.get(RUNTIME_ENV)
+    os.environ[RUNTIME_ENV] = str(runtime)
+    try:
+        path = socket_path(db)
+    finally:
+        if previous is None:
+            os.environ.pop(RUNTIME_ENV, None)
+        else:
+            os.environ[RUNTIME_ENV] = previous
+    assert path is not None
+    requests: list[dict[str, Any]] = []
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    path.chmod(0o600)
+    listener.listen()
+    listener.settimeout(0.1)
+    done = threading.Event()
+
+    def answer() -> None:
+        while not done.is_set():
+            try:
+                connection, _ = listener.accept()
+            except TimeoutError:
+                continue
+            with connection:
+                connection.settimeout(10)
+                data = b""
+                while not data.endswith(b"\n"):
+                    chunk = connection.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                requests.append(json.loads(data))
+                reply = {"ok": True, "pid": 1, "text": "", "json": {"passages": passages}}
+                connection.sendall(json.dumps(reply).encode() + b"\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    try:
+        yield requests
+    finally:
+        done.set()
+        thread.join(5)
+        listener.close()
+        path.unlink(missing_ok=True)
+
+
+@pytest.mark.slow
+def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the_recall_code(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    # The hook process stores the prompt and renders the server's answer: it imports neither
+    # the recall pipeline nor numpy, pydantic or a model library.
+    db = Path(hook_env["SMARTSEARCH_DB"])
+    anyio.run(_remember, db, "proj", "past", [PORTO])
+    heavy = ("numpy", "pydantic", "spacy", "torch", "smartsearch_mcp.memory", "detect_secrets")
+    probe = (
+        "import sys\n"
+        "from smartsearch_mcp.cli import main\n"
+        "code = main(['hook', 'claude-code', 'user-prompt', '--namespace', 'proj'])\n"
+        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
+        "print('loaded:', heavy, file=sys.stderr)\n"
+        "assert code == 0 and not heavy, heavy\n"
+    )
+    payload = json.dumps({"session_id": "now", "cwd": str(ROOT), "prompt": PROMPT})
+    runtime = Path(hook_env["SMARTSEARCH_RUNTIME_DIR"])
+    with _answering_server(db, runtime, [_passage(7, PORTO, 0.9)]) as requests:
+        done = subprocess.run(
+            [sys.executable, "-c", probe],
+            input=payload,
+            capture_output=True,
+            text=True,
+            env=hook_env,
+            cwd=ROOT,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.splitlines()[1:] == [f"- [2026-11-25 20:30] Dana #7: {PORTO}"]
+    assert [r["query"] for r in requests] == [PROMPT]
+    assert PROMPT in [t.text for t in anyio.run(_stored, db)]
+
+
+@pytest.mark.slow
+def test_with_a_server_answering_a_prompt_that_cannot_be_stored_prints_nothing(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    db = Path(hook_env["SMARTSEARCH_DB"])
+    anyio.run(_remember, db, "proj", "past", [PORTO])
+    config = _config(tmp_path, "")
+    runtime = Path(hook_env["SMARTSEARCH_RUNTIME_DIR"])
+    locker = sqlite3.connect(db)
+    try:
+        locker.execute("BEGIN EXCLUSIVE")
+        with _answering_server(db, runtime, [_passage(7, PORTO, 0.9)]):
+            locked = _hook(hook_env, PROMPT, "--config", config, session="locked")
+    finally:
+        locker.rollback()
+        locker.close()
+    assert (locked.returncode, locked.stdout) == (0, ""), locked.stderr
+    assert "failed" in (db.parent / "hooks.log").read_text()

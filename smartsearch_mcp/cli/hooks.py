@@ -18,11 +18,11 @@ import anyio
 
 from smartsearch_mcp.cli.command import Command
 from smartsearch_mcp.cli.settings import default_db_path, load_config, resolve_db
-from smartsearch_mcp.config import Config
 from smartsearch_mcp.types import SmartSearchError
 
 if TYPE_CHECKING:
     from smartsearch_mcp.capture import HookEvent
+    from smartsearch_mcp.inject import Gate, PendingInjection
 
 log = logging.getLogger("smartsearch_mcp")
 
@@ -86,7 +86,25 @@ def capture(args: argparse.Namespace) -> int:
         ).namespace
 
         began = datetime.now(UTC)
-        stored = anyio.run(capture_into_database, db, config.store, event, namespace)
+        wants_context = config.inject.enabled and not getattr(args, "no_inject", False)
+        pending: PendingInjection | None = None
+        gate: Gate | None = None
+        if args.event == "user-prompt" and event.prompt and wants_context:
+            # recalled while the prompt is stored: see smartsearch_mcp.inject
+            from smartsearch_mcp.capture import session_key
+            from smartsearch_mcp.inject import Gate, start_injection
+
+            gate = Gate()
+            pending = start_injection(
+                config, db, event.prompt, session_key(event), namespace, began, gate
+            )
+        ok = False
+        try:
+            stored = anyio.run(capture_into_database, db, config.store, event, namespace)
+            ok = True
+        finally:
+            if gate is not None:
+                gate.open(ok)
         log.info(
             "hook %s %s: stored %d turn%s in %s / %s",
             args.client,
@@ -96,9 +114,8 @@ def capture(args: argparse.Namespace) -> int:
             namespace,
             event.session_id,
         )
-        wants_context = config.inject.enabled and not getattr(args, "no_inject", False)
-        if args.event == "user-prompt" and event.prompt and wants_context:
-            _inject_for_prompt(config, db, event, event.prompt, namespace, began)
+        if pending is not None:
+            _print_injection(event, pending)
     except SmartSearchError as exc:  # e.g. a database that cannot be opened: one clear line
         log.error("hook %s %s failed: %s", args.client, args.event, exc)
     except sqlite3.Error as exc:  # e.g. corruption met while storing
@@ -120,16 +137,12 @@ def capture(args: argparse.Namespace) -> int:
     return 0
 
 
-def _inject_for_prompt(
-    config: Config, db: str, event: HookEvent, prompt: str, namespace: str, began: datetime
-) -> None:
-    """Print the past turns worth adding to the agent's context for `prompt`, the prompt of
-    `event` (nothing when none clears the bar or the recall is over its time limit), from the turns
-    stored before the hook `began`."""
-    from smartsearch_mcp.capture import session_key
-    from smartsearch_mcp.inject import hook_output, injection_for_prompt
+def _print_injection(event: HookEvent, pending: PendingInjection) -> None:
+    """Print the past turns worth adding to the agent's context for the prompt of `event`
+    (nothing when none clears the bar or the recall is over its time limit)."""
+    from smartsearch_mcp.inject import hook_output
 
-    injection = injection_for_prompt(config, db, prompt, session_key(event), namespace, began)
+    injection = pending.finish()
     log.info(
         "hook %s user-prompt: %s (%d passages, %d tokens%s)",
         event.client,
