@@ -231,11 +231,16 @@ def recall_for_prompt(
     answer = ask_running_server(db, config, query, options)
     if answer is not None:
         return answer.json, "server"
-    if stored is not None and not stored.wait():
-        return None
+    local = fallback_config(config)
+    # the recall code loads while the prompt is stored; the recall reads once it is
     import anyio
 
-    return anyio.run(_local_recall, db, fallback_config(config), query, options), "local"
+    from smartsearch_mcp.memory import Memory  # noqa: F401
+    from smartsearch_mcp.output import recall_output  # noqa: F401
+
+    if stored is not None and not stored.wait():
+        return None
+    return anyio.run(_local_recall, db, local, query, options), "local"
 
 
 async def _local_recall(
