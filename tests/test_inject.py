@@ -421,10 +421,18 @@ def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the
     tmp_path: Path, hook_env: dict[str, str]
 ):
     # The hook process stores the prompt and renders the server's answer: it imports neither
-    # the recall pipeline nor numpy, pydantic or a model library.
+    # the recall pipeline nor numpy, pydantic, a model library or the benchmarks' loaders.
     db = Path(hook_env["SMARTSEARCH_DB"])
     anyio.run(_remember, db, "proj", "past", [PORTO])
-    heavy = ("numpy", "pydantic", "spacy", "torch", "smartsearch_mcp.memory", "detect_secrets")
+    heavy = (
+        "numpy",
+        "pydantic",
+        "spacy",
+        "torch",
+        "detect_secrets",
+        "smartsearch_mcp.memory",
+        "smartsearch_mcp.importers.locomo",  # a benchmark's loader
+    )
     probe = (
         "import sys\n"
         "from smartsearch_mcp.cli import main\n"

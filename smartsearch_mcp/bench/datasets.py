@@ -14,17 +14,13 @@ from datetime import datetime
 from pathlib import Path
 
 from smartsearch_mcp.dates import parse_timestamp
-from smartsearch_mcp.importers import (
-    load_beam,
-    load_friendsqa,
-    load_locomo,
-    load_longmemeval,
-    load_memgallery,
-    load_qmsum,
-    load_realmem,
-)
-from smartsearch_mcp.importers.friendsqa import question_word
-from smartsearch_mcp.importers.realmem import turn_key
+from smartsearch_mcp.importers.beam import load_beam
+from smartsearch_mcp.importers.friendsqa import load_friendsqa, question_word
+from smartsearch_mcp.importers.locomo import load_locomo
+from smartsearch_mcp.importers.longmemeval import load_longmemeval
+from smartsearch_mcp.importers.memgallery import load_memgallery
+from smartsearch_mcp.importers.qmsum import load_qmsum
+from smartsearch_mcp.importers.realmem import load_realmem, turn_key
 from smartsearch_mcp.types import InputError, SessionInput, TurnInput
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from smartsearch_mcp.bench.metrics import latency_summary
 from smartsearch_mcp.bench.progress import progress_bar
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.importers import load_beam, load_locomo
+from smartsearch_mcp.importers.beam import load_beam
+from smartsearch_mcp.importers.locomo import load_locomo
 from smartsearch_mcp.types import InputError, TurnInput
 
 if TYPE_CHECKING:

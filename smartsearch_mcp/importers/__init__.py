@@ -1,8 +1,10 @@
 """Importers: parse conversation exports and benchmark data into sessions. No database access.
 
 User-facing formats (the `import` command) go through `read_sessions(path, fmt)`; the
-benchmark loaders (`load_locomo`, `load_beam`, `load_longmemeval`, `load_realmem`,
-`load_memgallery`, `load_qmsum`, `load_friendsqa`) are used by the bench harness.
+benchmark loaders (`beam.load_beam`, `locomo.load_locomo`, `longmemeval.load_longmemeval`,
+`realmem.load_realmem`, `memgallery.load_memgallery`, `qmsum.load_qmsum`,
+`friendsqa.load_friendsqa`) are used by the bench harness, imported from their modules: the
+prompt hook imports this package (for Claude Code transcripts) and none of them.
 """
 
 from __future__ import annotations
@@ -11,56 +13,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from smartsearch_mcp.importers.beam import BeamConversation, BeamQuestion, load_beam
 from smartsearch_mcp.importers.chatgpt import parse_chatgpt_export, read_chatgpt
 from smartsearch_mcp.importers.claude import parse_claude_export, read_claude
 from smartsearch_mcp.importers.claude_code import parse_transcript_lines, read_claude_code
-from smartsearch_mcp.importers.friendsqa import FriendsQAQuestion, FriendsQAScene, load_friendsqa
 from smartsearch_mcp.importers.json_files import check_regular_file
 from smartsearch_mcp.importers.jsonl import parse_jsonl_lines, read_jsonl
-from smartsearch_mcp.importers.locomo import (
-    LocomoConversation,
-    LocomoQuestion,
-    load_locomo,
-    parse_evidence,
-)
-from smartsearch_mcp.importers.longmemeval import LongMemEvalRecord, load_longmemeval
-from smartsearch_mcp.importers.memgallery import (
-    MemGalleryConversation,
-    MemGalleryQuestion,
-    load_memgallery,
-)
-from smartsearch_mcp.importers.qmsum import QMSumMeeting, QMSumQuery, load_qmsum
-from smartsearch_mcp.importers.realmem import RealMemPersona, RealMemQuery, load_realmem
 from smartsearch_mcp.types import InputError, SessionInput
 
 __all__ = [
     "FORMATS",
-    "BeamConversation",
-    "BeamQuestion",
-    "FriendsQAQuestion",
-    "FriendsQAScene",
     "ImportFormat",
     "ImportedSession",
-    "LocomoConversation",
-    "LocomoQuestion",
-    "LongMemEvalRecord",
-    "MemGalleryConversation",
-    "MemGalleryQuestion",
-    "QMSumMeeting",
-    "QMSumQuery",
-    "RealMemPersona",
-    "RealMemQuery",
-    "load_beam",
-    "load_friendsqa",
-    "load_locomo",
-    "load_longmemeval",
-    "load_memgallery",
-    "load_qmsum",
-    "load_realmem",
     "parse_chatgpt_export",
     "parse_claude_export",
-    "parse_evidence",
     "parse_jsonl_lines",
     "parse_transcript_lines",
     "read_chatgpt",

@@ -4,7 +4,9 @@ found: see tests/shared_data.py; the importers' own tests run on slices in tests
 from shared_data import shared_path as shared
 
 from smartsearch_mcp.dates import parse_timestamp
-from smartsearch_mcp.importers import load_beam, load_locomo, load_longmemeval
+from smartsearch_mcp.importers.beam import load_beam
+from smartsearch_mcp.importers.locomo import load_locomo
+from smartsearch_mcp.importers.longmemeval import load_longmemeval
 from smartsearch_mcp.types import SessionInput
 
 
