@@ -8,9 +8,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
-import secrets
 import sys
-import webbrowser
 
 from smartsearch_mcp.cli.command import Command
 from smartsearch_mcp.cli.settings import namespace_choice, resolve_db
@@ -44,6 +42,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, config: Config) -> int:
     """Serve the browser for the command's database and namespace until interrupted; 0 on
     a clean stop."""
+    import secrets
+    import webbrowser
+
     import anyio
     import uvicorn
 

@@ -104,5 +104,5 @@ def test_building_the_parser_imports_none_of_the_commands_work():
         "smartsearch_mcp.tokens",
         "smartsearch_mcp.types",
     }
-    heavy = {"tqdm", "uvicorn", "httpx", "mcp", "pydantic", "numpy", "torch"}
+    heavy = {"tqdm", "uvicorn", "httpx", "mcp", "pydantic", "numpy", "torch", "webbrowser"}
     assert loaded & heavy == set()
