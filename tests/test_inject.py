@@ -478,3 +478,29 @@ def test_with_a_server_answering_a_prompt_that_cannot_be_stored_prints_nothing(
         locker.close()
     assert (locked.returncode, locked.stdout) == (0, ""), locked.stderr
     assert "failed" in (db.parent / "hooks.log").read_text()
+
+
+def test_a_recall_that_cannot_start_leaves_the_prompt_stored_and_prints_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    import io
+
+    from smartsearch_mcp import inject
+    from smartsearch_mcp.cli import build_parser
+    from smartsearch_mcp.cli.hooks import capture
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("can't start a new thread")
+
+    monkeypatch.setattr(inject, "start_injection", broken)
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("SMARTSEARCH_RUNTIME_DIR", str(runtime))
+    db = tmp_path / "memory.db"
+    payload = json.dumps({"session_id": "now", "cwd": str(ROOT), "prompt": PROMPT})
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(payload.encode())))
+    argv = ["hook", "claude-code", "user-prompt", "--db", str(db), "--namespace", "proj"]
+    assert capture(build_parser().parse_args(argv)) == 0
+    assert capsys.readouterr().out == ""
+    assert [t.text for t in anyio.run(_stored, db)] == [PROMPT]
+    assert "did not start" in (tmp_path / "hooks.log").read_text()

@@ -18,6 +18,7 @@ import anyio
 
 from smartsearch_mcp.cli.command import Command
 from smartsearch_mcp.cli.settings import default_db_path, load_config, resolve_db
+from smartsearch_mcp.config import Config
 from smartsearch_mcp.types import SmartSearchError
 
 if TYPE_CHECKING:
@@ -87,24 +88,16 @@ def capture(args: argparse.Namespace) -> int:
 
         began = datetime.now(UTC)
         wants_context = config.inject.enabled and not getattr(args, "no_inject", False)
-        pending: PendingInjection | None = None
-        gate: Gate | None = None
+        started = None
         if args.event == "user-prompt" and event.prompt and wants_context:
-            # recalled while the prompt is stored: see smartsearch_mcp.inject
-            from smartsearch_mcp.capture import session_key
-            from smartsearch_mcp.inject import Gate, start_injection
-
-            gate = Gate()
-            pending = start_injection(
-                config, db, event.prompt, session_key(event), namespace, began, gate
-            )
+            started = _start_injection(config, db, event, event.prompt, namespace, began)
         ok = False
         try:
             stored = anyio.run(capture_into_database, db, config.store, event, namespace)
             ok = True
         finally:
-            if gate is not None:
-                gate.open(ok)
+            if started is not None:
+                started[1].open(ok)
         log.info(
             "hook %s %s: stored %d turn%s in %s / %s",
             args.client,
@@ -114,8 +107,8 @@ def capture(args: argparse.Namespace) -> int:
             namespace,
             event.session_id,
         )
-        if pending is not None:
-            _print_injection(event, pending)
+        if started is not None:
+            _print_injection(event, started[0])
     except SmartSearchError as exc:  # e.g. a database that cannot be opened: one clear line
         log.error("hook %s %s failed: %s", args.client, args.event, exc)
     except sqlite3.Error as exc:  # e.g. corruption met while storing
@@ -135,6 +128,24 @@ def capture(args: argparse.Namespace) -> int:
             handler.close()
         logging.raiseExceptions = raising
     return 0
+
+
+def _start_injection(
+    config: Config, db: str, event: HookEvent, prompt: str, namespace: str, began: datetime
+) -> tuple[PendingInjection, Gate] | None:
+    """Start the recall for `prompt`, the prompt of `event`, while the prompt is stored (see
+    smartsearch_mcp.inject), and the gate to open once it is; None (logged) when it cannot
+    start: the prompt is stored all the same."""
+    try:
+        from smartsearch_mcp.capture import session_key
+        from smartsearch_mcp.inject import Gate, start_injection
+
+        gate = Gate()
+        pending = start_injection(config, db, prompt, session_key(event), namespace, began, gate)
+    except Exception:  # the prompt is stored whatever happens to the recall
+        log.exception("hook %s user-prompt: the recall for the prompt did not start", event.client)
+        return None
+    return pending, gate
 
 
 def _print_injection(event: HookEvent, pending: PendingInjection) -> None:
