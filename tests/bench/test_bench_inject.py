@@ -74,3 +74,14 @@ def test_a_judged_recall_counts_answers_false_injections_and_leaks():
         0,
     )
     assert numbers["mean_tokens"] == judged[0].tokens / 2 > 0
+
+
+def test_the_cpu_time_of_finished_child_processes_is_counted():
+    import subprocess
+    import sys
+
+    from smartsearch_mcp.bench.inject import children_cpu_s
+
+    before = children_cpu_s()
+    subprocess.run([sys.executable, "-c", "sum(range(3_000_000))"], check=True)
+    assert children_cpu_s() - before > 0
