@@ -66,8 +66,9 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
             settled.add(answered)
             raised[index] = max(raised[index], credit * raised[answered])
             order_key[index] = answered - 0.5
-            if sure[answered] is not None:
-                sure[index] = max(sure[index] or 0.0, credit * sure[answered])
+            asked_sure = sure[answered]
+            if asked_sure is not None:
+                sure[index] = max(sure[index] or 0.0, credit * asked_sure)
         elif credit * item.score > raised[answered]:
             raised[answered] = credit * item.score
             # just ahead of the reply when it says what the reply restates, else just after
