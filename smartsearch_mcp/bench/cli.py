@@ -447,11 +447,7 @@ def _cmd_ui(
     args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
 ) -> int:
     from smartsearch_mcp.bench.results import (
-        config_snapshot,
         default_out_dir,
-        machine_info,
-        now_iso,
-        write_results,
     )
     from smartsearch_mcp.bench.ui import UiBenchOptions, format_report, run_ui_bench
 
@@ -464,21 +460,7 @@ def _cmd_ui(
     out_dir = Path(args.out) if args.out else default_out_dir("ui", config_name)
     with tempfile.TemporaryDirectory() as workdir:
         measured = run_ui_bench(config, options, Path(workdir))
-    data: dict[str, Any] = {
-        "bench": "ui",
-        "command": command_line(argv, config_name),
-        "created": now_iso(),
-        "config_name": Path(config_name).stem if config_name else "default",
-        "config": config_snapshot(config),
-        "machine": machine_info(),
-        **measured,
-    }
-    write_results(out_dir, data)
-    report = format_report(data)
-    (out_dir / "summary.md").write_text(report + "\n", encoding="utf-8")
-    print(report)
-    print(f"results: {out_dir}", file=sys.stderr)
-    return 0
+    return _report_measured("ui", measured, format_report, out_dir, argv, config, config_name)
 
 
 def _cmd_small(
@@ -716,11 +698,7 @@ def _cmd_loop_lag(
 ) -> int:
     from smartsearch_mcp.bench.loop_lag import LoopLagOptions, format_report, run_loop_lag
     from smartsearch_mcp.bench.results import (
-        config_snapshot,
         default_out_dir,
-        machine_info,
-        now_iso,
-        write_results,
     )
     from smartsearch_mcp.bench.scale import load_source_corpus
 
@@ -736,8 +714,29 @@ def _cmd_loop_lag(
     )
     out_dir = Path(args.out) if args.out else default_out_dir("loop-lag", config_name)
     measured = anyio.run(run_loop_lag, config, options, corpus)
+    return _report_measured("loop-lag", measured, format_report, out_dir, argv, config, config_name)
+
+
+def _report_measured(
+    bench: str,
+    measured: dict[str, Any],
+    format_report: Callable[[dict[str, Any]], str],
+    out_dir: Path,
+    argv: list[str],
+    config: Config,
+    config_name: str | None,
+) -> int:
+    """Write a bench's results (what it measured, with the command, config and machine) and
+    its report to `out_dir`, and print the report; the exit code."""
+    from smartsearch_mcp.bench.results import (
+        config_snapshot,
+        machine_info,
+        now_iso,
+        write_results,
+    )
+
     data: dict[str, Any] = {
-        "bench": "loop-lag",
+        "bench": bench,
         "command": command_line(argv, config_name),
         "created": now_iso(),
         "config_name": Path(config_name).stem if config_name else "default",
