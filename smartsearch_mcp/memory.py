@@ -168,8 +168,10 @@ class Memory:
             result = dataclasses.replace(result, explanation=nothing_to_explain(result))
         if not result.passages and (hint := await self._elsewhere_hint(scope.namespaces)):
             result = dataclasses.replace(result, warnings=[*result.warnings, hint])
-        elif not result.passages and not result.warnings:  # an empty scope: never silent
-            result = dataclasses.replace(result, warnings=[empty_scope_warning(scope)])
+        elif not result.passages and not result.warnings:  # never silent
+            found = result.candidates
+            note = too_small_warning(found, budget) if found else empty_scope_warning(scope)
+            result = dataclasses.replace(result, warnings=[note])
         if any(len(word) > MAX_TERM_CHARS for word in query.split()):
             note = (
                 f"query words longer than {MAX_TERM_CHARS} characters are not searched as "
@@ -299,6 +301,18 @@ def nothing_to_explain(result: RecallResult) -> RecallExplanation:
         kept=0,
     )
     return RecallExplanation(passages=[], below_cut=[], cut=cut)
+
+
+def too_small_warning(found: int, budget: int) -> str:
+    """What a recall says when passages matched but not even the best fits its budget."""
+    return (
+        f"{_passages(found)} matched, but the best does not fit in max_tokens={budget} with its "
+        "heading and date; ask again with a larger max_tokens"
+    )
+
+
+def _passages(count: int) -> str:
+    return f"{count:,} passage" + ("" if count == 1 else "s")
 
 
 def empty_scope_warning(scope: Scope) -> str:
