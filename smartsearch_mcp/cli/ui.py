@@ -6,7 +6,6 @@ level."""
 from __future__ import annotations
 
 import argparse
-import functools
 import logging
 import sys
 
@@ -46,9 +45,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     import webbrowser
 
     import anyio
-    import uvicorn
 
-    from smartsearch_mcp.http_serve import bind_sockets, guarded_protocol, http_limits
+    from smartsearch_mcp.http_serve import bind_sockets, http_limits, serve_on_sockets
     from smartsearch_mcp.memory import Memory
     from smartsearch_mcp.store import describe_database
     from smartsearch_mcp.types import InputError
@@ -70,18 +68,6 @@ def run(args: argparse.Namespace, config: Config) -> int:
     access = ui_access(secrets.token_urlsafe(32), port, HOST)
     allow_forget = bool(args.allow_forget or config.ui.allow_forget)
     app = create_ui_app(config, db, namespace.namespace, access, allow_forget=allow_forget)
-    limits = http_limits()
-    settings = uvicorn.Config(
-        app,
-        host=HOST,
-        port=port,
-        http=guarded_protocol(limits),
-        ws="none",
-        timeout_keep_alive=limits.keep_alive_timeout,  # type: ignore[arg-type]
-        timeout_graceful_shutdown=limits.shutdown_timeout,  # type: ignore[arg-type]
-        log_config=None,
-        log_level=args.log_level,
-    )
     url = access.url(HOST)
     mode = "deletions allowed" if allow_forget else "read-only"
     print(
@@ -94,12 +80,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
     if not args.no_browser:
         webbrowser.open(url)
     try:
-        anyio.run(functools.partial(uvicorn.Server(settings).serve, sockets=sockets))
+        serve_on_sockets(app, HOST, port, http_limits(), sockets, args.log_level)
     except KeyboardInterrupt:
         return 0
-    finally:
-        for sock in sockets:
-            sock.close()
     return 0
 
 
