@@ -95,6 +95,52 @@ def gives_a_new_value(later: dict[str, frozenset[str]], earlier: dict[str, froze
     return any(kind in earlier and values - earlier[kind] for kind, values in later.items())
 
 
+# A replacement said outright: the value given up is named ("upgraded Python from 3.10 to
+# 3.12", "Replaced `moment` with `date-fns`", "we'll use Mailgun instead of SendGrid"). The
+# old value is a few words at most, and the sentence does not ask ("should we move from
+# Flask to FastAPI?" replaces nothing).
+_WORD = r"[^\s`'\",;!?()]*[^\s`'\",.;:!?()]"  # inner dots and colons: "3.10", "02:00"
+_OLD = rf"[`'\"]?(?P<old>{_WORD}(?:[ ]{_WORD}){{0,2}}?)[`'\"]?"
+_VERB = (
+    r"(?:(?:chang|switch|mov|bump|rais|lower|upgrad|downgrad|migrat|renam|updat|increas|"
+    r"decreas|reduc|push|shift|cut|drop|replac|swap)\w*|went|gone)"
+)
+_REPLACED = (
+    re.compile(rf"\b{_VERB}\b[^.?!\n]{{0,60}}?\bfrom {_OLD} (?:to|->|→) ", re.IGNORECASE),
+    re.compile(rf"\b(?:replac|swapp?)\w* (?:the )?{_OLD} (?:with|for|by) ", re.IGNORECASE),
+    re.compile(rf"\binstead of {_OLD}(?=[\s,.;:!?)]|$)", re.IGNORECASE),
+    re.compile(r"(?<![\w-])(?P<old>[\w.]+) (?:->|→) ", re.IGNORECASE),
+)
+
+
+def replaced_values(text: str) -> frozenset[str]:
+    """The values a turn says were given up for new ones ("from 3.10 to 3.12": "3.10";
+    "replaced `moment` with date-fns": "moment"), lower case, without quotes; none in a
+    sentence that asks."""
+    found = set()
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
+        if sentence.rstrip().endswith("?"):
+            continue
+        for pattern in _REPLACED:
+            found.update(m.group("old").lower() for m in pattern.finditer(sentence))
+    return frozenset(found)
+
+
+def names_a_replaced_value(later: str, earlier: str) -> bool:
+    """Whether a later turn says that a value the earlier one gives was replaced:
+    "upgraded Python from 3.10 to 3.12" after "pin python 3.10 in the Dockerfile";
+    "Replaced `moment` with `date-fns`" after "format the dates with moment". A number is
+    named only as a whole ("10" is not in "2026-11-10" or "v10.2")."""
+    old_text, new_text = (text.replace("`", "").lower() for text in (earlier, later))
+    for value in replaced_values(later):
+        named = re.compile(rf"(?<![\w./:-]){re.escape(value)}(?![\w/:-]|\.\w)")
+        if len(named.findall(new_text)) > 1:
+            continue  # named again after the change ("from 20 to 20 LTS"): not given up
+        if named.search(old_text):
+            return True
+    return False
+
+
 def shares_a_subject(later: str, earlier: str, asked: Collection[str]) -> bool:
     """Whether a later turn is about what an earlier one says, for a question whose terms
     have the stems `asked`: it names every word of the question the earlier names, or shares

@@ -14,6 +14,8 @@ from smartsearch_mcp.pipeline.render import passage_line
 from smartsearch_mcp.pipeline.updates import (
     asks_for_a_value,
     gives_a_new_value,
+    names_a_replaced_value,
+    replaced_values,
     shares_a_subject,
     states_a_change,
     values_of,
@@ -208,3 +210,59 @@ def test_the_structured_result_names_the_superseding_turn() -> None:
     assert "#4: Budget for the launch is $40k. (superseded by #20, 2026-11-24)" in format_recall(
         "What's the launch budget?", result
     )
+
+
+def test_a_replacement_said_outright_names_the_value_given_up() -> None:
+    assert replaced_values("Upgraded Python from 3.10 to 3.12 in the Dockerfile.") == {"3.10"}
+    assert replaced_values("Replaced `moment` with `date-fns` in utils/time.ts") == {"moment"}
+    assert replaced_values("We'll book Mailgun instead of SendGrid, it's cheaper.") == {"sendgrid"}
+    assert replaced_values("Moved the cache from Memcached to Redis Cluster") == {"memcached"}
+    assert replaced_values("retries 3 -> 5") == {"3"}
+    # a question replaces nothing, and "from ... to" without a change is a route or a range
+    assert replaced_values("should we move from Flask to FastAPI?") == set()
+    assert replaced_values("We drove from Denver to Boulder on Sunday.") == set()
+    assert replaced_values("the request goes from the proxy to the app") == set()
+
+
+def test_an_earlier_turn_holds_a_replaced_value_only_as_a_whole_word() -> None:
+    upgraded = "Upgraded Python from 3.10 to 3.12 in the Dockerfile."
+    assert names_a_replaced_value(upgraded, "pin python 3.10 in the image please")
+    assert not names_a_replaced_value(upgraded, "python 3.10.4 is what the runner has")
+    assert not names_a_replaced_value("Bumped the retries from 10 to 12", "shipped on 2026-03-10")
+    # still named after the change: it was not given up
+    assert not names_a_replaced_value("moved from 8 GB to 8 GB plus swap", "the box has 8 GB")
+    assert not names_a_replaced_value(upgraded, "Use the slim base image.")
+
+
+def test_a_replacement_said_outright_supersedes_whatever_the_similarity() -> None:
+    unrelated = [[1.0, 0.1], [0.1, 1.0]]  # a long first turn about many things
+    spec = item(1, "new service: python 3.10, postgres 15, deploy with fly.io, logs to loki",
+                0.9, "s1", "2026-02-01T10:00")  # fmt: skip
+    upgrade = item(2, "Upgraded Python from 3.10 to 3.12 in the Dockerfile and CI.", 0.5, "s1",
+                   "2026-02-01T11:00")  # fmt: skip
+    ranked = prefer_later_restatements(
+        [spec, upgrade], unrelated, 0.45, needs_change=True, same_speaker=True,
+        min_confidence=0.1, asked={"python", "version"},
+    )  # fmt: skip
+    assert ids(ranked) == [2, 1]
+    assert ranked[1].superseded_by == Successor(2, "2026-02-01T11:00")
+    # an earlier turn that does not give the replaced value stays where it was
+    other = item(1, "new service: postgres 15, deploy with fly.io", 0.9, "s1", "2026-02-01T10:00")
+    assert ids(prefer_later_restatements([other, upgrade], unrelated, 0.45, needs_change=True)) == [
+        1,
+        2,
+    ]
+
+
+def test_the_assistant_carrying_out_a_users_change_updates_what_the_user_said() -> None:
+    def said(turn_id: int, role: str, text: str, score: float, session: str, when: str):
+        passage = make_passage(turn_id, text, session_id=session, timestamp=when, role=role)
+        return Scored(Candidate(passage, 1.0), score, confidence=score)
+
+    asked = said(1, "user", "keep the sessions in memcached for now", 0.9, "c1", "2026-03-01")
+    done = said(2, "assistant", "Moved the sessions to Redis; memcached is gone from compose.",
+                0.6, "c2", "2026-03-09")  # fmt: skip
+    moved = prefer_later_restatements(
+        [asked, done], SIMILAR, 0.45, needs_change=True, same_speaker=True
+    )
+    assert ids(moved) == [2, 1]

@@ -11,6 +11,7 @@ from smartsearch_mcp.pipeline.adjust.context import Context
 from smartsearch_mcp.pipeline.updates import (
     asks_for_a_value,
     gives_a_new_value,
+    names_a_replaced_value,
     shares_a_subject,
     states_a_change,
     values_of,
@@ -72,6 +73,14 @@ def prefer_later_restatements(
 
     def _supersedes_in(items: Sequence[Scored], j: int, i: int, similar: float) -> bool:
         later, earlier = items[j], items[i]
+        if names_a_replaced_value(later.candidate.passage.text, earlier.candidate.passage.text):
+            # said outright, by anyone, in any session: "upgraded Python from 3.10 to 3.12"
+            return _later_and_sure(later, earlier, min_confidence) and (
+                asked is None
+                or shares_a_subject(
+                    later.candidate.passage.text, earlier.candidate.passage.text, asked
+                )
+            )
         if not _supersedes(later, earlier, similar, threshold, min_confidence):
             return False
         if same_speaker and not _same_speaker(later, earlier):
@@ -120,6 +129,8 @@ def prefer_later_restatements(
 
 def _same_speaker(a: Scored, b: Scored) -> bool:
     first, second = a.candidate.passage.turn, b.candidate.passage.turn
+    if {first.role, second.role} == {"user", "assistant"}:
+        return True
     return (first.speaker, first.role) == (second.speaker, second.role)
 
 
@@ -136,6 +147,13 @@ def _supersedes(
     same_session = (new.namespace, new.session_id) == (old.namespace, old.session_id)
     if same_session or not float(similarity) >= threshold:
         return False
+    return _later_and_sure(later, earlier, min_confidence)
+
+
+def _later_and_sure(later: Scored, earlier: Scored, min_confidence: float) -> bool:
+    """Whether `later` was said after `earlier`, with at least `min_confidence` x its
+    confidence."""
+    new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
     if (new.timestamp or "", new.id) <= (old.timestamp or "", old.id):
         return False
     sure, than = later.confidence, earlier.confidence
