@@ -13,6 +13,7 @@ from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.pipeline.adjust import Context
 from smartsearch_mcp.pipeline.adjust.replies import (
     ECHO_MIN_WORDS,
+    adds_specifics,
     credit_replied_turns,
     discount_echoes,
     restates,
@@ -375,6 +376,29 @@ def test_a_short_reply_restating_its_user_turn_keeps_its_score() -> None:
 
     assert restates(said_, done)
     assert discount_echoes([done, said_], discount=0.3) == [done, said_]
+
+
+def test_a_short_reply_that_adds_nothing_to_its_user_turn_is_an_echo() -> None:
+    said_ = worded(5, 0, "user", 0.7, "the plumber comes Thursday at 8am, his name is Arturo")
+    noted = worded(6, 1, "assistant", 0.8, "Noted: plumber Arturo, Thursday at 8 am.")
+
+    out = discount_echoes([noted, said_], discount=0.3)
+
+    assert ids(out) == [5, 6]
+    assert out[1].score == pytest.approx(0.56)
+
+
+def test_a_short_reply_adds_code_a_path_a_name_or_a_value() -> None:
+    said_ = worded(5, 0, "user", 0.7, "the plumber comes thursday, move the retry limit up too")
+    for reply in (
+        "Done: `MAX_RETRIES = 5`.",
+        "Raised it in deploy/retry.yaml.",
+        "Raised it, as Arturo asked.",
+        "Raised the retry limit to 7.",
+        "Booked him for December 4.",
+    ):
+        assert adds_specifics(worded(6, 1, "assistant", 0.8, reply), said_), reply
+    assert not adds_specifics(worded(6, 1, "assistant", 0.8, "Noted: plumber on Thursday."), said_)
 
 
 def test_a_user_turn_matching_the_question_as_well_as_its_reply_is_still_credited() -> None:

@@ -5,11 +5,13 @@ first)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from smartsearch_mcp.pipeline.adjust.context import Context
 from smartsearch_mcp.pipeline.fusion import lower_flagged, with_lifted_scores
 from smartsearch_mcp.pipeline.passages import asks_only, asks_question
+from smartsearch_mcp.pipeline.updates import values_of
 from smartsearch_mcp.types import Scored, Turn
 
 
@@ -103,10 +105,11 @@ def discount_echoes(scored: Sequence[Scored], discount: float) -> list[Scored]:
     as well as the user's turn does, and a budget fills with two copies of one thing. When
     the user's turn was found, the reply adds less than another passage would; when it was
     not, the reply is all there is and keeps its score. A short reply passage (under
-    `ECHO_MIN_WORDS`) costs the budget little and is left as it is: it is often where the
-    decision was carried out ("Changed the port from 8080 to 9090 in app/settings.py"), and
-    lowered it fell out of the passages that current facts compare. 0 returns the input
-    unchanged.
+    `ECHO_MIN_WORDS`) costs the budget little and is lowered only when it adds nothing
+    specific to the turn (`adds_specifics`: "Noted: dentist on the 4th at 3pm" after "the
+    dentist is on the 4th at 3pm"): one that does is often where the decision was carried out
+    ("Set the port to 9443 in `config/server.toml`"), and lowered it fell out of the passages
+    that current facts compare. 0 returns the input unchanged.
     """
     if discount <= 0 or not scored:
         return list(scored)
@@ -125,8 +128,8 @@ def discount_echoes(scored: Sequence[Scored], discount: float) -> list[Scored]:
         echoes.append(
             turn.role == "assistant"
             and replied is not None
-            and long_passage(item)
             and restates(replied, item)
+            and (long_passage(item) or not adds_specifics(item, replied))
         )
     return lower_flagged(scored, discount, echoes)
 
@@ -143,6 +146,34 @@ def long_passage(item: Scored) -> bool:
     """Whether `item`'s passage has at least `ECHO_MIN_WORDS` words."""
     passage = item.candidate.passage
     return len(passage.turn.text[passage.start : passage.end].split()) >= ECHO_MIN_WORDS
+
+
+# What a short reply can add that its turn lacks: code, a path or identifier ("app/main.py",
+# "httpx.AsyncClient", "MAX_RETRIES"), a name said mid-sentence, and the values of
+# `updates.values_of` (dates, amounts, times, numbers).
+_CODE = re.compile(r"`[^`]+`|\b\w+(?:[/.]\w+)+\b|\b[a-z]+_\w+\b|\b[A-Z]{2,}_\w+\b")
+_NAME = re.compile(r"(?<=[\w,;] )[A-Z][\w'-]*")
+
+
+def adds_specifics(reply: Scored, said: Scored) -> bool:
+    """Whether the reply passage gives something specific the user's turn does not: code, a
+    path or identifier, a name, or a value (date, amount, time, number) — "Set the port to
+    9443 in `config/server.toml`" after "use another port" does; "Noted: the dentist is on
+    the 4th at 3pm, Dr. Ruiz" after "dentist with Dr. Ruiz on the 4th at 3pm" does not."""
+    text = reply.candidate.passage.text
+    turn = said.candidate.passage.turn
+    before = turn.text.lower().replace("`", "")
+    if any(code.strip("`").lower() not in before for code in _CODE.findall(text)):
+        return True
+    if any(name.lower() not in before for name in _NAME.findall(text)):
+        return True
+    stamp = reply.candidate.passage.turn.timestamp or ""
+    given = values_of(turn.text, turn.timestamp or "")
+    return any(
+        value not in given.get(kind, frozenset())
+        for kind, values in values_of(text, stamp).items()
+        for value in values
+    )
 
 
 # A reply restates the turn it answers when that turn holds at least this share of the
