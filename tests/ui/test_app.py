@@ -68,6 +68,17 @@ def test_memory_text_is_escaped_everywhere(client: TestClient):
     assert scripts == ['<script src="/static/ui.js" defer>']
 
 
+def test_every_page_names_its_icon_so_no_browser_asks_for_a_missing_favicon(client: TestClient):
+    # Without one, browsers fetch /favicon.ico, and Chromium logs its 404 as a console error.
+    pages = ("/", "/session?ns=default&id=trip", "/timeline", "/search", "/forget?turn=1")
+    for path in (*pages, "/session?ns=default&id=nope"):  # the last one a 404 page
+        assert '<link rel="icon" href="/static/icon.svg"' in client.get(path).text, path
+    icon = client.get("/static/icon.svg")
+    assert icon.status_code == 200
+    assert icon.headers["content-type"].startswith("image/svg+xml")
+    assert icon.text.startswith("<svg")
+
+
 def test_the_templates_autoescape():
     environment = template_environment()
     assert environment.from_string("{{ x }}").render(x="<b>") == "&lt;b&gt;"
