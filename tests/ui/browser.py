@@ -1,10 +1,13 @@
-"""How the browser tests find a browser and start the memory browser: the system's Chromium
-(Debian's `chromium` package; $SMARTSEARCH_CHROMIUM names another), driven by Playwright for
-Python. Without them the tests are skipped — unless $SMARTSEARCH_REQUIRE_BROWSER is set, as CI
-sets it, where a missing browser fails the run instead."""
+"""How the browser tests find their browsers and start the memory browser: the system's
+Chromium (Debian's `chromium` package; $SMARTSEARCH_CHROMIUM names another), driven by
+Playwright for Python, and the system's Firefox (Debian's `firefox-esr`; $SMARTSEARCH_FIREFOX
+names another), driven over WebDriver BiDi (`firefox.py`). Without them the tests are skipped —
+unless $SMARTSEARCH_REQUIRE_BROWSER is set, as CI sets it, where a missing browser fails the
+run instead."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -17,20 +20,42 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+CHROMIUM = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+FIREFOX = ("firefox-esr", "firefox")
 
 
 def chromium_path() -> str:
     """The Chromium to drive, or skip (fail when $SMARTSEARCH_REQUIRE_BROWSER is set)."""
-    given = os.environ.get("SMARTSEARCH_CHROMIUM")
-    found = given or next((p for name in CANDIDATES if (p := shutil.which(name))), None)
+    return _browser_path(
+        "SMARTSEARCH_CHROMIUM",
+        CHROMIUM,
+        "no Chromium found (apt-get install chromium, or set $SMARTSEARCH_CHROMIUM)",
+        "playwright",
+        "Playwright for Python is not installed (pip install playwright)",
+    )
+
+
+def firefox_path() -> str:
+    """The Firefox to drive, or skip (fail when $SMARTSEARCH_REQUIRE_BROWSER is set)."""
+    return _browser_path(
+        "SMARTSEARCH_FIREFOX",
+        FIREFOX,
+        "no Firefox found (apt-get install firefox-esr, or set $SMARTSEARCH_FIREFOX)",
+        "websockets",
+        "websockets is not installed (pip install websockets), which drives Firefox",
+    )
+
+
+def _browser_path(
+    variable: str, names: tuple[str, ...], missing: str, driver: str, no_driver: str
+) -> str:
+    given = os.environ.get(variable)
+    found = given or next((p for name in names if (p := shutil.which(name))), None)
     problem = None
     if not found:
-        problem = "no Chromium found (apt-get install chromium, or set $SMARTSEARCH_CHROMIUM)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        problem = "Playwright for Python is not installed (pip install playwright)"
+        problem = missing
+    if importlib.util.find_spec(driver) is None:
+        problem = no_driver
     if problem is not None:
         if os.environ.get("SMARTSEARCH_REQUIRE_BROWSER"):
             pytest.fail(f"browser tests required but cannot run: {problem}")

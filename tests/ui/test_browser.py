@@ -1,40 +1,34 @@
 """The memory browser end to end: `smartsearch-mcp ui` on the fixture memory, driven in
-headless Chromium — navigate, search and read the trace and the cut line, forget with
-confirmation, a turn holding a script tag shown as text and never run, no Content-Security-
-Policy violation, phone width and dark mode. With $SMARTSEARCH_UI_SCREENSHOTS set to a
-folder (docs/ui), each view's screenshot is saved there."""
+headless Chromium and headless Firefox alike (`pages.py`) — navigate, search and read the
+trace and the cut line, forget with confirmation, a turn holding a script tag shown as text
+and never run, no console error, uncaught exception, dialog or Content-Security-Policy
+violation, phone width and dark mode. With $SMARTSEARCH_UI_SCREENSHOTS set to a folder
+(docs/ui), each view's screenshot in Chromium is saved there, Firefox's in its firefox/."""
 
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from browser import chromium_path, running_ui
+from browser import running_ui
 from fixture_memory import SECRET_TEXT, XSS, build_memory, write_config
+from pages import BROWSERS, PHONE, Browser, Page, launched
 
 pytestmark = pytest.mark.slow
 
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
+
+@pytest.fixture(scope="module", params=BROWSERS)
+def browser(request: pytest.FixtureRequest) -> Iterator[Browser]:
+    with launched(request.param) as opened:
+        yield opened
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    executable = chromium_path()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
-        launched = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        yield launched
-        launched.close()
-
-
-@pytest.fixture(scope="module")
-def ui_url(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[str]:
+def ui_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("ui")
     db = build_memory(folder / "memory.db")
     write_config(folder)
@@ -43,24 +37,17 @@ def ui_url(tmp_path_factory: pytest.TempPathFactory, browser: Any) -> Iterator[s
 
 
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport=DESKTOP)
-    opened = context.new_page()
-    opened.violations = []  # type: ignore[attr-defined]
-    opened.on("console", lambda m: _note_violation(opened, m))
-    yield opened
-    context.close()
+def page(browser: Browser) -> Iterator[Page]:
+    with browser.new_page() as opened:
+        yield opened
 
 
-def _note_violation(page: Any, message: Any) -> None:
-    if "Content Security Policy" in message.text or "Content-Security-Policy" in message.text:
-        page.violations.append(message.text)
-
-
-def _shot(page: Any, name: str, tmp_path: Path) -> None:
+def _shot(page: Page, name: str, tmp_path: Path) -> None:
     folder = Path(os.environ.get("SMARTSEARCH_UI_SCREENSHOTS") or tmp_path)
+    if page.browser != "chromium":
+        folder = folder / page.browser
     folder.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(folder / f"{name}.png"), full_page=False)
+    page.screenshot(folder / f"{name}.png")
 
 
 def _base(url: str) -> str:
@@ -68,135 +55,161 @@ def _base(url: str) -> str:
 
 
 def test_the_printed_url_opens_the_overview_and_the_token_leaves_the_address(
-    page: Any, ui_url: str, tmp_path: Path
+    page: Page, ui_url: str, tmp_path: Path
 ):
     page.goto(ui_url)
     assert "token=" not in page.url
-    assert page.locator("h1").inner_text() == "Overview"
-    sessions = page.locator("#sessions").inner_text()
+    assert page.text("h1") == "Overview"
+    sessions = page.text("#sessions")
     assert "trip" in sessions and "work" in sessions and "vault" not in sessions
     _shot(page, "overview", tmp_path)
-    page.goto(_base(ui_url) + "/", wait_until="load")  # the cookie carries the token now
-    assert page.locator("h1").inner_text() == "Overview"
-    assert page.violations == []
+    page.goto(_base(ui_url) + "/")  # the cookie carries the token now
+    assert page.text("h1") == "Overview"
+    assert page.errors == []
 
 
-def test_without_the_token_nothing_is_shown(browser: Any, ui_url: str):
-    context = browser.new_context()
-    try:
-        response = context.new_page().goto(_base(ui_url) + "/session?ns=default&id=trip")
-        assert response.status == 401
-    finally:
-        context.close()
+def test_without_the_token_nothing_is_shown(browser: Browser, ui_url: str):
+    with browser.new_page() as page:
+        page.goto(_base(ui_url) + "/session?ns=default&id=trip")
+        assert "needs the token of this run" in page.text("body")
+        assert "Lisbon" not in page.html()
 
 
 def test_a_session_shows_its_turns_and_a_script_in_a_turn_stays_text(
-    page: Any, ui_url: str, tmp_path: Path
+    page: Page, ui_url: str, tmp_path: Path
 ):
     page.goto(ui_url)
-    page.get_by_role("link", name="work", exact=True).click()
-    page.wait_for_selector("#turns")
-    texts = page.locator("#turns .text").all_inner_texts()
-    assert XSS in texts  # shown verbatim, as text
+    page.click_role("link", "work", navigates=True)
+    page.wait_for("#turns")
+    assert XSS in page.texts("#turns .text")  # shown verbatim, as text
     assert page.evaluate("window.__pwned") is None
-    assert page.title() != "pwned"
-    assert page.locator("#turns script").count() == 0 and page.locator("#turns img").count() == 0
+    assert page.evaluate("document.title") != "pwned"
+    assert page.count("#turns script") == 0 and page.count("#turns img") == 0
     _shot(page, "session", tmp_path)
-    assert page.violations == []
+    assert page.errors == []
 
 
-def test_the_timeline_filters_by_date(page: Any, ui_url: str, tmp_path: Path):
+def test_the_timeline_filters_by_date(page: Page, ui_url: str, tmp_path: Path):
     page.goto(ui_url)
-    page.get_by_role("link", name="Timeline", exact=True).click()
-    assert page.locator("#days h2").count() >= 3
+    page.click_role("link", "Timeline", navigates=True)
+    assert page.count("#days h2") >= 3
     page.fill("input[name=since]", "2026-06-01")
     page.fill("input[name=until]", "2026-06-03")
-    page.get_by_role("button", name="Show").click()
-    page.wait_for_url("**/timeline?since=*")
-    days = page.locator("#days").inner_text()
+    page.click_role("button", "Show", navigates=True)
+    page.wait_for_url("/timeline?since=")
+    days = page.text("#days")
     assert "The release moves to Friday." in days and "Lisbon" not in days
     assert page.evaluate("window.__pwned") is None
     _shot(page, "timeline", tmp_path)
+    assert page.errors == []
 
 
 def test_search_replays_recall_with_the_trace_and_the_cut_line(
-    page: Any, ui_url: str, tmp_path: Path
+    page: Page, ui_url: str, tmp_path: Path
 ):
     page.goto(ui_url)
-    page.get_by_role("link", name="Search", exact=True).click()
+    page.click_role("link", "Search", navigates=True)
     page.fill("input[name=q]", "When is the Lisbon flight in June 2026?")
     page.fill("input[name=max_tokens]", "120")
-    page.get_by_role("button", name="Search").click()
-    page.wait_for_selector("#cut-line")
-    assert page.locator("#stop-reason").inner_text() in ("budget", "threshold", "top_k")
-    first = page.locator("#kept .passage").first
-    assert first.locator("details.why").get_attribute("open") is not None
-    trace = first.locator("details.why").inner_text()
+    page.click_role("button", "Search", navigates=True)
+    page.wait_for("#cut-line")
+    assert page.text("#stop-reason") in ("budget", "threshold", "top_k")
+    first_why = "#kept .passage details.why"  # the first passage's, open
+    assert page.attribute(first_why, "open") is not None
+    trace = page.text(first_why)
     assert "Rankers" in trace and "lexical" in trace and "Found by" in trace
     assert "time_range" in trace  # the question's month moved it: before → after
-    assert "June 2026" in page.locator("#date-window").inner_text()
-    assert page.locator("#below .passage").count() >= 1
-    page.locator("#below details.why").first.locator("summary").click()
-    assert "Adjustments" in page.locator("#below details.why").first.inner_text()
-    assert SECRET_TEXT not in page.content()
+    assert "June 2026" in page.text("#date-window")
+    assert page.count("#below .passage") >= 1
+    assert "Adjustments" not in page.text("#below details.why")  # closed
+    page.click("#below details.why summary")
+    assert "Adjustments" in page.text("#below details.why")
+    assert SECRET_TEXT not in page.html()
     _shot(page, "search", tmp_path)
-    page.set_viewport_size(PHONE)
+    page.resize(PHONE)
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
     assert overflow <= 1, overflow
     _shot(page, "search-phone", tmp_path)
-    assert page.violations == []
+    assert page.errors == []
 
 
-def test_a_search_that_finds_the_script_turn_shows_it_as_text(page: Any, ui_url: str):
+def test_a_search_that_finds_the_script_turn_shows_it_as_text(page: Page, ui_url: str):
     page.goto(ui_url)
     page.goto(_base(ui_url) + "/search?q=window+pwned+script&max_tokens=400")
-    assert XSS in page.locator("#replay").inner_text()
+    assert XSS in page.text("#replay")
     page.goto(_base(ui_url) + "/search?mode=grep&q=__pwned")
-    assert page.locator("#grep mark").count() >= 1
-    assert page.evaluate("window.__pwned") is None and page.title() != "pwned"
+    assert page.count("#grep mark") >= 1
+    assert page.evaluate("window.__pwned") is None
+    assert page.evaluate("document.title") != "pwned"
+    assert page.errors == []
 
 
-def test_dark_mode_follows_the_system(browser: Any, ui_url: str, tmp_path: Path):
-    context = browser.new_context(viewport=DESKTOP, color_scheme="dark")
-    try:
-        dark = context.new_page()
+def test_every_view_fits_a_phone(page: Page, ui_url: str):
+    page.resize(PHONE)
+    page.goto(ui_url)
+    base = _base(ui_url)
+    for path in ("/", "/session?ns=default&id=work", "/timeline", "/forget?turn=1"):
+        page.goto(base + path)
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, (path, overflow)
+    assert page.errors == []
+
+
+def test_the_page_errors_are_seen_a_blocked_inline_script_and_a_dialog(page: Page, ui_url: str):
+    """The harness's own check: an empty `errors` means something."""
+    page.goto(ui_url)
+    page.evaluate(
+        "document.body.append(Object.assign(document.createElement('script'),"
+        " {textContent: 'window.__inline = 1'}));"
+        " setTimeout(() => alert('hello'), 0)"
+    )
+
+    def seen() -> tuple[bool, bool]:
+        blocked = any(re.search("Content.Security.Policy", error) for error in page.errors)
+        dialog = any("dialog" in error and "hello" in error for error in page.errors)
+        return blocked, dialog
+
+    deadline = time.monotonic() + 5
+    while seen() != (True, True) and time.monotonic() < deadline:
+        page.evaluate("1")  # the browser's events arrive meanwhile
+    assert seen() == (True, True), page.errors
+    assert page.evaluate("window.__inline") is None  # the policy blocked it
+
+
+def test_dark_mode_follows_the_system(browser: Browser, ui_url: str, tmp_path: Path):
+    with browser.new_page(dark=True) as dark:
         dark.goto(ui_url)
         dark.goto(_base(ui_url) + "/search?q=Lisbon+hotel+flight&max_tokens=150")
         background = dark.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(21, 23, 26)", background
         _shot(dark, "search-dark", tmp_path)
-    finally:
-        context.close()
 
 
-def test_forget_asks_for_confirmation_then_deletes(browser: Any, tmp_path: Path):
+def test_forget_asks_for_confirmation_then_deletes(browser: Browser, tmp_path: Path):
     db = build_memory(tmp_path / "memory.db")
     write_config(tmp_path)
-    context = browser.new_context(viewport=DESKTOP)
-    try:
-        with running_ui(db, "--allow-forget") as url:
-            page = context.new_page()
-            page.goto(url)
-            page.get_by_role("link", name="trip", exact=True).click()
-            page.locator("#turn-3 .forget").click()
-            page.wait_for_selector("#forget-confirm")
-            assert "Casa do Rio" in page.locator("main").inner_text()
-            _shot(page, "forget", tmp_path)
-            page.get_by_role("link", name="Cancel").click()
-            assert "Casa do Rio" in page.locator("#turns").inner_text()  # nothing deleted
-            page.locator("#turn-3 .forget").click()
-            page.get_by_role("button", name="Delete").click()
-            page.wait_for_selector("#forget-status[data-done]")
-            page.wait_for_url("**/session?**")
-            turns = page.locator("#turns").inner_text()
-            assert "Casa do Rio" not in turns and "We fly to Lisbon" in turns
-    finally:
-        context.close()
+    with running_ui(db, "--allow-forget") as url, browser.new_page() as page:
+        page.goto(url)
+        page.click_role("link", "trip", navigates=True)
+        page.click("#turn-3 .forget", navigates=True)
+        page.wait_for("#forget-confirm")
+        assert "Casa do Rio" in page.text("main")
+        _shot(page, "forget", tmp_path)
+        page.click_role("link", "Cancel", navigates=True)
+        assert "Casa do Rio" in page.text("#turns")  # nothing deleted
+        page.click("#turn-3 .forget", navigates=True)
+        page.click_role("button", "Delete")
+        page.wait_for("#forget-status[data-done]")
+        page.wait_for_url("/session?")
+        page.wait_for("#turns")
+        turns = page.text("#turns")
+        assert "Casa do Rio" not in turns and "We fly to Lisbon" in turns
+        assert page.errors == []
 
 
-def test_a_read_only_page_offers_no_deletion(page: Any, ui_url: str):
+def test_a_read_only_page_offers_no_deletion(page: Page, ui_url: str):
     page.goto(ui_url)
     page.goto(_base(ui_url) + "/forget?turn=1")
-    assert page.locator("#read-only").count() == 1
-    assert page.locator("#forget-confirm").count() == 0
-    assert page.locator(".forget").count() == 0
+    assert page.count("#read-only") == 1
+    assert page.count("#forget-confirm") == 0
+    assert page.count(".forget") == 0
