@@ -183,6 +183,7 @@ def test_dark_mode_follows_the_system(browser: Browser, ui_url: str, tmp_path: P
         background = dark.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(21, 23, 26)", background
         _shot(dark, "search-dark", tmp_path)
+        assert dark.errors == []
 
 
 def test_forget_asks_for_confirmation_then_deletes(browser: Browser, tmp_path: Path):
@@ -213,3 +214,4 @@ def test_a_read_only_page_offers_no_deletion(page: Page, ui_url: str):
     assert page.count("#read-only") == 1
     assert page.count("#forget-confirm") == 0
     assert page.count(".forget") == 0
+    assert page.errors == []
