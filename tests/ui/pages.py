@@ -9,6 +9,7 @@ is dismissed."""
 from __future__ import annotations
 
 import base64
+import functools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -218,7 +219,7 @@ class FirefoxBrowser:
         self._pages: dict[str, FirefoxPage] = {}
         bidi.command("session.subscribe", {"events": list(self.EVENTS)})
         for event in self.EVENTS:
-            bidi.on(event, lambda params, event=event: self._to_page(event, params))
+            bidi.on(event, functools.partial(self._to_page, event))
 
     def _to_page(self, event: str, params: dict[str, Any]) -> None:
         context = params["source"]["context"] if event == "log.entryAdded" else params["context"]
