@@ -78,7 +78,9 @@ def add_burst_matches(
 
 def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list[Scored]:
     """Raise every passage of a burst to at least `credit` x the score (and confidence) of its
-    best-ranked message, just below it (in conversation order), and sort again, best first.
+    best-ranked message, just below it (in their own order: "omg" / "i got the job!!" /
+    "junior designer at Brightloop", asked where she got a job, puts the employer before the
+    "omg"), and sort again, best first.
     Bursts are found among `scored` (see `burst_groups`); credit 0 returns the input
     unchanged."""
     if credit <= 0 or seconds <= 0 or len(scored) < 2:
@@ -98,8 +100,7 @@ def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list
         lifted = credit * scored[leader].score
         if lifted > raised[index]:
             raised[index] = lifted
-            gap = passages[index].turn.position - passages[leader].turn.position
-            order_key[index] = leader + 0.5 + gap * 1e-6
+            order_key[index] = leader + 0.5 + index * 1e-6  # in their own order
             # ...and as certain as the message that lifted it, so that truncation does not
             # stop at the burst's other messages ("ok" after "the concert moved to June 13")
             if (certain := scored[leader].confidence) is not None:

@@ -81,10 +81,11 @@ def _scored(passages: list[Passage], scores: list[float]) -> list[Scored]:
     return sorted(items, key=lambda item: -item.score)
 
 
-def test_a_burst_is_ranked_together_just_below_its_best_message() -> None:
+def test_a_burst_is_ranked_together_just_below_its_best_message_in_their_own_order() -> None:
     passages = _passages(CHAT)
     ranked = credit_bursts(_scored(passages, [0.1, 0.9, 0.2, 0.5, 0.4, 0.3]), 1.0, 300)
-    assert [item.candidate.passage.turn.position for item in ranked] == [1, 0, 2, 3, 4, 5]
+    # the burst's other messages follow its best by how well each matched, not by position
+    assert [item.candidate.passage.turn.position for item in ranked] == [1, 2, 0, 3, 4, 5]
     unchanged = credit_bursts(_scored(passages, [0.1, 0.9, 0.2, 0.5, 0.4, 0.3]), 0.0, 300)
     assert [item.candidate.passage.turn.position for item in unchanged] == [1, 3, 4, 5, 2, 0]
 
@@ -103,7 +104,7 @@ def test_a_burst_message_lifted_by_its_best_is_as_certain_as_it() -> None:
     ranked = credit_bursts(items, 0.5, 300)
     sure = {item.candidate.passage.turn.position: item.confidence for item in ranked}
     assert sure == {1: 0.8, 0: 0.4, 2: 0.4, 3: 0.4, 4: 0.3, 5: 0.2}
-    assert [item.candidate.passage.turn.position for item in ranked] == [1, 3, 0, 2, 4, 5]
+    assert [item.candidate.passage.turn.position for item in ranked] == [1, 3, 2, 0, 4, 5]
 
 
 @pytest.mark.anyio

@@ -13,6 +13,7 @@ from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.pipeline.adjust import Context
 from smartsearch_mcp.pipeline.adjust.replies import (
     ECHO_MIN_WORDS,
+    SHORT_TURN_WORDS,
     adds_specifics,
     credit_replied_turns,
     discount_echoes,
@@ -90,8 +91,9 @@ def test_session_support_keeps_every_passage_and_sorts_best_first(
 def said(
     turn_id: int, position: int, role: str, score: float, start: int = 0, asks: bool = False
 ) -> Scored:
-    # an assistant's reply as long as the echo discount looks at (ECHO_MIN_WORDS)
-    text = f"turn {turn_id} " * (ECHO_MIN_WORDS if role == "assistant" else 5)
+    # an assistant's reply as long as the echo discount looks at (ECHO_MIN_WORDS), and a user
+    # turn too long to be only a request (SHORT_TURN_WORDS): it says something
+    text = f"turn {turn_id} " * (ECHO_MIN_WORDS if role == "assistant" else SHORT_TURN_WORDS)
     text += "why?" if asks else ""
     passage = make_passage(turn_id, text, session_id="s", position=position, role=role)
     if start:
@@ -305,8 +307,9 @@ def test_the_first_pass_leaves_out_the_expensive_rankers_and_lexical_joins_a_lon
 
 
 def matched(turn_id: int, position: int, role: str, score: float, lexical: float) -> Scored:
-    """A whole turn of session "s" whose grep match of the question scores `lexical`."""
-    text = f"turn {turn_id} " * (ECHO_MIN_WORDS if role == "assistant" else 1)
+    """A whole turn of session "s" whose grep match of the question scores `lexical` (a user
+    turn too long to be only a request)."""
+    text = f"turn {turn_id} " * (ECHO_MIN_WORDS if role == "assistant" else SHORT_TURN_WORDS)
     passage = make_passage(turn_id, text, session_id="s", position=position, role=role)
     return Scored(candidate=Candidate(passage=passage, lexical_score=lexical), score=score)
 
@@ -337,9 +340,30 @@ def test_a_users_question_ranked_above_its_answer_lifts_the_answer_just_ahead_of
 
     assert ids(out) == [26, 25, 7]
     assert [s.score for s in out] == [0.39, 0.39, 0.33]
-    # a statement ahead of its reply stays ahead: it holds what was said
-    statement = [worded(25, 4, "user", 0.39, "tests need coverage, use pytest-cov"), items[2]]
+    # a statement ahead of a reply that adds nothing to it stays ahead: it holds what was said
+    statement = [
+        worded(25, 4, "user", 0.39, "tests need coverage, use pytest-cov"),
+        worded(26, 5, "assistant", 0.26, "Sure, coverage with pytest-cov from now on."),
+    ]
     assert credit_replied_turns(statement, credit=1.0) == statement
+
+
+def test_a_short_request_ranked_above_the_reply_that_carries_it_out_lifts_the_reply() -> None:
+    # the request names the subject, the reply what was done: the reply is the answer
+    items = [
+        worded(40, 2, "user", 0.41, "the uploads dir fills the disk every week, fix it"),
+        worded(41, 3, "assistant", 0.3, "Added a cleanup job in `cron/uploads.sh` that deletes "
+               "files older than 14 days."),
+        worded(42, 4, "user", 0.35, "thanks"),
+    ]  # fmt: skip
+
+    out = credit_replied_turns(items, credit=1.0)
+
+    assert ids(out) == [41, 40, 42]
+    assert [s.score for s in out] == [0.41, 0.41, 0.35]
+    # a long turn tells more than a request, and keeps its place
+    long_ = worded(40, 2, "user", 0.41, "the uploads dir fills the disk every week " * 4)
+    assert ids(credit_replied_turns([long_, items[1]], credit=1.0)) == [40, 41]
 
 
 def test_a_reply_to_a_users_question_is_not_an_echo() -> None:
@@ -368,13 +392,12 @@ def test_a_long_question_tells_what_its_reply_restates() -> None:
     assert ids(credit_replied_turns([question, reply], credit=1.0)) == [25, 26]
 
 
-def test_a_short_reply_restating_its_user_turn_keeps_its_score() -> None:
-    # "use 9090" / "Changed the port from 8080 to 9090 in app/settings.py": what was done,
-    # and too short to crowd the budget
-    said_ = worded(27, 0, "user", 0.7, "the build box took 8080, use 9090 for the api")
-    done = worded(28, 1, "assistant", 0.8, "Changed the port from 8080 to 9090 in settings.py")
+def test_a_short_reply_carrying_out_its_user_turn_keeps_its_score() -> None:
+    # what was done, and too short to crowd the budget
+    said_ = worded(27, 0, "user", 0.7, "the staging box is out of disk, move the logs elsewhere")
+    done = worded(28, 1, "assistant", 0.8, "Moved the logs to /mnt/logs in deploy/logging.yaml")
 
-    assert restates(said_, done)
+    assert not restates(said_, done)
     assert discount_echoes([done, said_], discount=0.3) == [done, said_]
 
 

@@ -12,6 +12,7 @@ from smartsearch_mcp.pipeline.updates import (
     asks_for_a_value,
     gives_a_new_value,
     names_a_replaced_value,
+    replaced_values,
     shares_a_subject,
     states_a_change,
     values_of,
@@ -81,6 +82,8 @@ def prefer_later_restatements(
                     later.candidate.passage.text, earlier.candidate.passage.text, asked
                 )
             )
+        if replaced_values(later.candidate.passage.text):
+            return False  # it says what it replaced, and the earlier does not give that
         if not _supersedes(later, earlier, similar, threshold, min_confidence):
             return False
         if same_speaker and not _same_speaker(later, earlier):
