@@ -78,9 +78,9 @@ def add_burst_matches(
 
 def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list[Scored]:
     """Raise every passage of a burst to at least `credit` x the score (and confidence) of its
-    best-ranked message, just below it (in their own order: "omg" / "i got the job!!" /
-    "junior designer at Brightloop", asked where she got a job, puts the employer before the
-    "omg"), and sort again, best first.
+    best-ranked message, just below it (in their own order: "omg" / "we got the flat!!" /
+    "3rd floor on Linden St", asked where the flat is, puts the street before the "omg"), and
+    sort again, best first.
     Bursts are found among `scored` (see `burst_groups`); credit 0 returns the input
     unchanged."""
     if credit <= 0 or seconds <= 0 or len(scored) < 2:

@@ -70,9 +70,9 @@ def asks_only(text: str) -> bool:
     return bool(worded) and all(s.endswith("?") for s in worded)
 
 
-# Words that open a question in English when typed without its question mark ("what's the
-# command for tests with coverage again"). Not an auxiliary: "can you remember that my
-# mom's birthday is December 12" asks nothing; it says.
+# Words that open a question in English when typed without its question mark ("how do I run
+# the linter with autofix again"). Not an auxiliary: "can you keep in mind that my sister's
+# wedding is June 8" asks nothing; it says.
 _WH_WORDS = frozenset(
     [
         "what",
@@ -96,8 +96,8 @@ _OPENING_RE = re.compile(r"[A-Za-z][A-Za-z']*")
 
 def asks_question(text: str) -> bool:
     """Whether `text` only asks: every sentence with a word in it is a question
-    (`asks_only`), or it is one sentence opening with a wh-word ("what's the command for
-    tests with coverage again"), as people type questions without the question mark. A turn
+    (`asks_only`), or it is one sentence opening with a wh-word ("how do I run the linter
+    with autofix again"), as people type questions without the question mark. A turn
     that says something before it asks ("I'm on the 3 pm shift now. Any tips?") says it."""
     if asks_only(text):
         return True

@@ -5,8 +5,8 @@ Similarity between two turns of different sessions does not tell an update from 
 conversation coming back to a topic (measured: on LoCoMo it moved the wrong turns first, see
 docs/bench/adaptive-truncation.md). A restatement that supersedes an earlier one usually says
 so, with a verb or adverb of change (`states_a_change`), or it gives a new value of a kind
-the earlier gave — another date, amount, time of day or number ("Final answer: launch is
-December 9" after "launch date is November 18"; "budget goes back down to $48k" after "$55k";
+the earlier gave — another date, amount, time of day or number ("ok, final: the
+recital is May 14" after "the recital is on May 7"; "rent goes up to $1,450" after "$1,380";
 `gives_a_new_value`). English only, like the other lexical rules of the pipeline.
 """
 
@@ -37,7 +37,7 @@ def states_a_change(text: str) -> bool:
     return _CHANGE.search(text) is not None
 
 
-# Values a restatement can change. An amount: a currency sign or name with its number ("$48k",
+# Values a restatement can change. An amount: a currency sign or name with its number ("$1,450",
 # "1,200 euros"); a time of day ("9am", "14:30"); any other number (a port, a version, a count).
 _AMOUNT = re.compile(
     r"[$€£¥]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|bn|million|thousand)\b)?"
@@ -117,7 +117,7 @@ def replaced_values(text: str) -> frozenset[str]:
     """The values a turn says were given up for new ones ("from 3.10 to 3.12": "3.10";
     "replaced `moment` with date-fns": "moment"), lower case, without quotes; none in a
     sentence that asks."""
-    found = set()
+    found: set[str] = set()
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
         if sentence.rstrip().endswith("?"):
             continue

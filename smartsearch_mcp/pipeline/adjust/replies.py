@@ -1,6 +1,6 @@
 """Reply credit and the echo discount: in a conversation with an assistant, the reply repeats
 the user's words at length, and the user's turn is either what was said (it goes first) or
-only a request ("use 9090") or a question whose answer the reply holds (the reply goes
+only a request ("use port 9443") or a question whose answer the reply holds (the reply goes
 first)."""
 
 from __future__ import annotations
@@ -60,11 +60,10 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
                 answered = _best_of_user_run(first_passage, turn, answered)
         if answered is None or answered in settled:
             continue
-        question = scored[answered].candidate.passage.turn.text
         if not asks[turn.id] and answered < index and answers(scored[answered], item):
             # a short question or request ranked above its answer: the answer's best passage
-            # rises to the question's score, just ahead of it ("what's the command for tests
-            # with coverage again" / "`pytest --cov=app`"; "the api needs another port" /
+            # rises to the question's score, just ahead of it ("how do I run the linter with
+            # autofix again" / "`ruff check --fix .`"; "the api needs another port" /
             # "Moved it to 9443 in `config/server.toml`"): the question holds no answer
             settled.add(answered)
             raised[index] = max(raised[index], credit * raised[answered])
@@ -75,8 +74,8 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
         elif credit * item.score > raised[answered]:
             raised[answered] = credit * item.score
             # just ahead of the reply when it says what the reply restates, else just after
-            # it: the reply holds what the turn only asked for ("use 9090" / "Moved the API
-            # to 9090: ..."), and the turn still comes with it
+            # it: the reply holds what the turn only asked for ("use port 9443" / "Moved the
+            # server to 9443: ..."), and the turn still comes with it
             ahead = restates(scored[answered], item)
             order_key[answered] = index - 0.5 if ahead else index + 0.5
             # ...and is as certain as the reply that lifted it
@@ -151,7 +150,7 @@ def long_passage(item: Scored) -> bool:
 
 
 # What a short reply can add that its turn lacks: code, a path or identifier ("app/main.py",
-# "httpx.AsyncClient", "MAX_RETRIES"), a name said mid-sentence, and the values of
+# "aiohttp.ClientSession", "MAX_RETRIES"), a name said mid-sentence, and the values of
 # `updates.values_of` (dates, amounts, times, numbers).
 _CODE = re.compile(r"`[^`]+`|\b\w+(?:[/.]\w+)+\b|\b[a-z]+_\w+\b|\b[A-Z]{2,}_\w+\b")
 _NAME = re.compile(r"(?<=[\w,;] )[A-Z][\w'-]*")
@@ -181,8 +180,8 @@ def adds_specifics(reply: Scored, said: Scored) -> bool:
 # A reply restates the turn it answers when that turn holds at least this share of the
 # reply's match of the question's words (the grep score).
 RESTATED_SHARE = 0.5
-# A question of at most this many words names only what it asks about ("what's the command
-# for tests with coverage again"); a longer one also tells the asker's circumstances ("How
+# A question of at most this many words names only what it asks about ("how do I run the
+# linter with autofix again"); a longer one also tells the asker's circumstances ("How
 # should I prepare for the interview at Acme on March 5, given that..."), which its reply
 # restates. Measured: with no limit, BEAM at 1,500 tokens 0.615 -> 0.580 (its users ask at
 # length, and their replies then fill the budget); 12 words: 0.612, 20 words: 0.608.
@@ -216,11 +215,11 @@ def answers(said: Scored, reply: Scored) -> bool:
 def restates(said: Scored, reply: Scored) -> bool:
     """Whether `reply` restates the user turn `said` as far as the question goes: the turn
     matches the question's words about as well as the reply does. A reply that matches words
-    the turn lacks ("switch to something async" answered by "replaced requests with
-    httpx.AsyncClient") holds what the turn only asked for; a turn that matches nothing ("ok
-    do 1 now") holds nothing the reply lacks; a short question ("what's the command for
-    tests with coverage again") is answered, not restated, however many of its words the
-    answer repeats. None is an echo, and the turn goes after the reply."""
+    the turn lacks ("make the uploads non-blocking" answered by "moved the uploads to
+    aiohttp.ClientSession") holds what the turn only asked for; a turn that matches nothing
+    ("sure, go ahead") holds nothing the reply lacks; a short question or request that the
+    reply answers (`answers`) is not restated, however many of its words the answer repeats.
+    None is an echo, and the turn goes after the reply."""
     if answers(said, reply):
         return False
     if said.candidate.lexical_score >= RESTATED_SHARE * reply.candidate.lexical_score:
