@@ -26,7 +26,8 @@ _CHANGE = re.compile(
     r"\b(?:"
     r"changed|switched|moved|replaced|upgraded|downgraded|updated|cancell?ed|rescheduled|"
     r"postponed|pushed back|swapped|migrated|bumped|switching (?:\w+ ){0,3}?to|"
-    r"instead|no longer|anymore|from now on|(?:is|are|'s) now"
+    r"instead|no longer|anymore|from now on|(?:is|are|'s) now|"
+    r"(?:goes|go|went|gone|is|are|was|were|'s) (?:back )?(?:up|down) to"
     r")\b",
     re.IGNORECASE,
 )

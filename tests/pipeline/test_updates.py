@@ -33,6 +33,8 @@ def test_a_change_is_said_with_a_verb_adverb_or_phrase_of_change() -> None:
     assert states_a_change("Spam rate was awful, I'm switching the campaign to Postmark.")
     assert states_a_change("Finance bumped the budget")
     assert states_a_change("the standup is now at 9:30")
+    assert states_a_change("we dropped the catering, so the cost goes back down to $900")
+    assert states_a_change("rent went up to $1,450 this month")
     assert not states_a_change("Between a healthier diet and yoga, I'm hoping for some changes.")
     assert not states_a_change("Those kittens look so sweet, any updates on them?")
     assert not states_a_change("Let me know how it turns out!")
