@@ -26,26 +26,30 @@ pytestmark = pytest.mark.anyio
 SCOPE = Scope(("ns",))
 NOW = datetime(2026, 11, 30, 18, 0)  # a Monday: "last week" is 23-30 November
 
-# One person's memory over five weeks: a trip planned for Lisbon, moved to Porto, a flat
-# booked there; a job change; a dog; a sister.
+# One person's memory over five weeks: a trip planned for Ljubljana, moved to Piran, a flat
+# rented there; a job change; a cat; a brother.
 SESSIONS: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
     (
         "s1",
         "2026-10-26T19:05:00",
         [
-            ("user", "Dana", "Big news: I handed in my notice at Acme today."),
-            ("user", "Dana", "Northwind offered me a data engineer role, starting November 17."),
-            ("user", "Dana", "Planning a trip with my sister Maya in February, thinking Lisbon."),
-            ("assistant", None, "Lisbon in February is mild and quiet, good timing."),
+            ("user", "Wren", "I resigned from Fernhill Press, it was time."),
+            ("user", "Wren", "Kestrel Maps offered me a GIS analyst job, starting November 16."),
+            (
+                "user",
+                "Wren",
+                "Planning a trip with my brother Anselm in March, thinking Ljubljana.",
+            ),
+            ("assistant", None, "Ljubljana in March is cold but empty, a fine choice."),
         ],
     ),
     (
         "s2",
         "2026-11-05T08:40:00",
         [
-            ("user", "Dana", "Biscuit, my beagle, has been limping since the weekend."),
-            ("user", "Dana", "The vet said it's a sprained paw, two weeks of rest."),
-            ("user", "Dana", "Maya moved to Denver in the summer, she works as a nurse."),
+            ("user", "Wren", "Pilchard, my tabby, has not eaten since the weekend."),
+            ("user", "Wren", "The vet said it's a cracked tooth, soft food for ten days."),
+            ("user", "Wren", "Anselm moved to Graz over the summer, he teaches chemistry there."),
         ],
     ),
     (
@@ -54,10 +58,10 @@ SESSIONS: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
         [
             (
                 "user",
-                "Dana",
-                "Flights to Lisbon got expensive, so we moved the February trip to Porto.",
+                "Wren",
+                "The night train to Ljubljana stops in winter, we moved the March trip to Piran.",
             ),
-            ("user", "Dana", "First day at Northwind went well, my manager is called Priya."),
+            ("user", "Wren", "First week at Kestrel was good, my manager is called Odile."),
         ],
     ),
     (
@@ -66,11 +70,11 @@ SESSIONS: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
         [
             (
                 "user",
-                "Dana",
-                "We booked an Airbnb near Ribeira for February 12 to 19, Maya pays half.",
+                "Wren",
+                "We rented a flat by Tartini Square for March 4 to 10, Anselm pays half.",
             ),
-            ("user", "Dana", "Biscuit is running again, the paw healed completely."),
-            ("user", "Dana", "Signed up for a Portuguese course on Tuesday evenings."),
+            ("user", "Wren", "Pilchard is eating dry food again, the tooth healed."),
+            ("user", "Wren", "Joined a climbing gym, I go on Thursday evenings."),
         ],
     ),
 ]
@@ -111,17 +115,15 @@ def _texts(result: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["grep", "indexed"])
-async def test_where_we_stay_in_february_finds_the_booking_that_shares_no_word_with_it(store, mode):
+async def test_where_we_stay_in_march_finds_the_booking_that_shares_no_word_with_it(store, mode):
     result = await _lexical(store, mode=mode).recall(
-        "Where are we staying in February?", SCOPE, 1500, NOW
+        "Where are we staying in March?", SCOPE, 1500, NOW
     )
     texts = _texts(result)
     assert texts, result.warnings
-    assert "Airbnb near Ribeira" in texts[0]  # the latest turn naming the coming February
-    # every turn naming February comes back, and nothing else
-    assert {t for t in texts} == {
-        t for _, _, rows in SESSIONS for _, _, t in rows if "February" in t
-    }
+    assert "Tartini Square" in texts[0]  # the latest turn naming the coming March
+    # every turn naming March comes back, and nothing else
+    assert {t for t in texts} == {t for _, _, rows in SESSIONS for _, _, t in rows if "March" in t}
     assert not any("falls in" in w for w in result.warnings)
     assert all("date" in s.candidate.sources for s in result.passages)
 
@@ -140,8 +142,8 @@ async def test_the_date_channel_keeps_to_its_quota_the_latest_first(store):
         "What happened last week?", SCOPE, 1500, NOW
     )
     assert [s.candidate.passage.turn.text[:12] for s in result.passages] == [
-        "Signed up fo",
-        "Biscuit is r",
+        "Joined a cli",
+        "Pilchard is ",
     ]
 
 
@@ -155,20 +157,21 @@ async def test_a_range_holding_the_whole_memory_still_returns_its_latest_turns(s
 
 async def test_a_date_channel_of_quota_zero_adds_nothing(store):
     result = await _lexical(store, date_candidates=0).recall(
-        "Where are we staying in February?", SCOPE, 1500, NOW
+        "Where are we staying in March?", SCOPE, 1500, NOW
     )
     assert result.passages == []
     assert any("nothing in this memory matches" in w for w in result.warnings)
 
 
 async def test_matching_words_rank_first_among_the_turns_inside_the_range(store):
-    result = await _lexical(store).recall("How is Biscuit doing this week?", SCOPE, 1500, NOW)
-    assert "Biscuit is running again" in _texts(result)[0]
+    result = await _lexical(store).recall("How was Pilchard last week?", SCOPE, 1500, NOW)
+    assert "Pilchard is eating dry food again" in _texts(result)[0]
+    assert not any("falls in" in w for w in result.warnings)
 
 
 async def test_a_range_with_nothing_inside_warns_and_falls_back_to_the_best_matches(store):
     result = await _lexical(store).recall("What did the vet say in July?", SCOPE, 1500, NOW)
-    assert "sprained paw" in _texts(result)[0]
+    assert "cracked tooth" in _texts(result)[0]
     assert any("nothing recalled falls in 'July'" in w for w in result.warnings)
 
 
@@ -185,18 +188,18 @@ async def test_a_question_about_an_empty_memory_says_the_memory_is_empty(tmp_pat
     config = Config().with_overrides(nlp={"spacy_models": []}, rank={"scorers": ["lexical"]})
     memory = await Memory.open(config, tmp_path / "m.db", "ns")
     try:
-        result = await memory.recall("Where are we staying in February?")
+        result = await memory.recall("Where are we staying in March?")
     finally:
         await memory.close()
     assert result.passages == []
     assert result.warnings and "no turns" in result.warnings[0]
 
 
-async def test_the_february_trip_as_a_modifier_reads_as_february(store):
-    result = await _lexical(store).recall("Which city is the February trip to?", SCOPE, 1500, NOW)
+async def test_the_march_trip_as_a_modifier_reads_as_march(store):
+    result = await _lexical(store).recall("Which city is the March trip to?", SCOPE, 1500, NOW)
     texts = _texts(result)
-    assert all("February" in t for t in texts)
-    assert "moved the February trip to Porto" in texts[0]  # it matches "trip" too
+    assert all("March" in t for t in texts)
+    assert "moved the March trip to Piran" in texts[0]  # it matches "trip" too
 
 
 @pytest.fixture(scope="module")
@@ -205,7 +208,7 @@ def offline_models_installed() -> None:
 
 
 @pytest.mark.slow
-async def test_the_offline_preset_puts_the_porto_booking_first_for_february(
+async def test_the_offline_preset_puts_the_piran_flat_first_for_march(
     offline_models_installed, tmp_path
 ):
     memory = await Memory.open(Config.load("offline"), tmp_path / "m.db", "ns")
@@ -213,14 +216,14 @@ async def test_the_offline_preset_puts_the_porto_booking_first_for_february(
         for session_id, start, rows in SESSIONS:
             await memory.remember(_turns(start, rows), session_id=session_id)
         await memory.pipeline.embed_backlog()
-        result = await memory.recall("Where are we staying in February?", reference=NOW)
+        result = await memory.recall("Where are we staying in March?", reference=NOW)
     finally:
         await memory.close()
     texts = _texts(result)
-    assert "Airbnb near Ribeira" in texts[0] or "to Porto" in texts[0], texts
-    # both Porto turns (the move and the booking) come before the superseded Lisbon plan
-    lisbon = next(i for i, t in enumerate(texts) if "thinking Lisbon" in t)
-    assert all(i < lisbon for i, t in enumerate(texts) if "Porto" in t or "Airbnb" in t)
+    assert "Tartini Square" in texts[0] or "to Piran" in texts[0], texts
+    # both Piran turns (the move and the flat) come before the superseded Ljubljana plan
+    ljubljana = next(i for i, t in enumerate(texts) if "thinking Ljubljana" in t)
+    assert all(i < ljubljana for i, t in enumerate(texts) if "Piran" in t or "Tartini" in t)
     assert not any("falls in" in w for w in result.warnings)
 
 
@@ -232,7 +235,7 @@ class TopicEmbedder:
     dimension = 2
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        travel = ("trip", "lisbon", "porto", "flight")
+        travel = ("trip", "ljubljana", "piran", "train")
         rows = [[1.0, 0.1] if any(w in t.lower() for w in travel) else [0.1, 1.0] for t in texts]
         out = np.asarray(rows, dtype=np.float32)
         return out / np.linalg.norm(out, axis=1, keepdims=True)
@@ -243,18 +246,18 @@ class TopicEmbedder:
 
 @pytest.mark.parametrize("rule", ["on", "off"])
 async def test_an_update_outside_the_range_still_comes_before_the_plan_it_changed(tmp_path, rule):
-    """The plan names February, the change (said in November) does not: the date rule
+    """The plan names March, the change (said in November) does not: the date rule
     puts the plan first, then current facts first trade the two — the other order let the
     date rule push the change back below the plan."""
     store = await SQLiteStore.open(tmp_path / "m.db")
     try:
         await store.remember("ns", "a", [
-            TurnInput("Booked the trip to Lisbon in February.", "Dana",
+            TurnInput("Booked the trip to Ljubljana in March.", "Wren",
                       timestamp="2026-10-20T10:00"),
-            TurnInput("Biscuit needs a new harness.", "Dana", timestamp="2026-10-20T10:05"),
+            TurnInput("Pilchard needs a scratching post.", "Wren", timestamp="2026-10-20T10:05"),
         ])  # fmt: skip
         await store.remember("ns", "b", [
-            TurnInput("Flights got expensive, we switched the trip to Porto.", "Dana",
+            TurnInput("Trains were sold out, we switched the trip to Piran.", "Wren",
                       timestamp="2026-11-18T10:00"),
         ])  # fmt: skip
         config = Config().with_overrides(
@@ -267,11 +270,11 @@ async def test_an_update_outside_the_range_still_comes_before_the_plan_it_change
         )
         models = GivenModels({"bi_encoder": TopicEmbedder()})
         pipeline = RecallPipeline(store, config, models)  # type: ignore[arg-type]
-        result = await pipeline.recall("Where does the trip go in February?", SCOPE, 1500, NOW)
+        result = await pipeline.recall("Where does the trip go in March?", SCOPE, 1500, NOW)
     finally:
         await store.close()
     texts = _texts(result)
-    first = "switched the trip to Porto" if rule == "on" else "Lisbon in February"
+    first = "switched the trip to Piran" if rule == "on" else "Ljubljana in March"
     assert first in texts[0], texts
     assert not any("falls in" in w for w in result.warnings)
 
@@ -287,17 +290,17 @@ async def test_the_date_channel_works_the_same_on_sqlite_and_postgresql(database
     try:
         for session_id, start, rows in SESSIONS:
             await memory.remember(_turns(start, rows), session_id=session_id)
-        february = await memory.recall("Where are we staying in February?", reference=NOW)
+        march = await memory.recall("Where are we staying in March?", reference=NOW)
         last_week = await memory.recall("What did we do last week?", reference=NOW)
     finally:
         await memory.close()
-    assert "Airbnb near Ribeira" in _texts(february)[0]
+    assert "Tartini Square" in _texts(march)[0]
     assert {s.candidate.passage.turn.session_id for s in last_week.passages} == {"s4"}
 
 
 QUERY_WORDS = st.sampled_from(
-    ["where", "is", "the", "Porto", "wifi", "password", "last", "week", "in", "February",
-     "trip", "zebra", "what", "did", "we", "do", "?", "yesterday", "Biscuit", "2019"]
+    ["where", "is", "the", "Piran", "wifi", "password", "last", "week", "in", "March",
+     "trip", "zebra", "what", "did", "we", "do", "?", "yesterday", "Pilchard", "2019"]
 )  # fmt: skip
 
 
@@ -318,12 +321,14 @@ async def test_a_chat_message_naming_this_wknd_counts_for_last_weekend(store):
         "chat",
         [
             TurnInput(
-                "dinner w maya this wknd?? nopalito sat 7", "Sam", timestamp="2026-11-27T12:00:00"
+                "brunch w anselm this wknd?? the boathouse sat 10",
+                "Jules",
+                timestamp="2026-11-27T12:00:00",
             )
         ],
     )
     result = await _lexical(store).recall("What did we do last weekend?", SCOPE, 1500, NOW)
-    assert _texts(result)[0] == "dinner w maya this wknd?? nopalito sat 7"
+    assert _texts(result)[0] == "brunch w anselm this wknd?? the boathouse sat 10"
     assert not any("falls in" in w for w in result.warnings)
 
 
@@ -337,8 +342,8 @@ async def test_the_indexed_mode_looks_up_the_range_once_when_it_asks_the_index_a
         return await looked_up(*args)
 
     pipeline.corpora.dated_turns = counted  # type: ignore[method-assign]
-    ranking = await pipeline.rank("Where is my sister going in February?", SCOPE, NOW)
-    assert [h.entity for h in ranking.hops] == ["Maya"]  # so the index was asked again
+    ranking = await pipeline.rank("Where is my brother going in March?", SCOPE, NOW)
+    assert [h.entity for h in ranking.hops] == ["Anselm"]  # so the index was asked again
     texts = [s.candidate.passage.turn.text for s in ranking.scored]
-    assert any("Airbnb near Ribeira" in t for t in texts)  # inside the range, kept
+    assert any("Tartini Square" in t for t in texts)  # inside the range, kept
     assert len(calls) == 1
