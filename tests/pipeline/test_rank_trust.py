@@ -1,5 +1,5 @@
 """How sure the ranking is, current facts first, and date ranges (stage 4, pure functions),
-on small realistic fixtures: a trip moved from Lisbon to Porto, a framework upgraded."""
+on small realistic fixtures: a trip moved from Ljubljana to Piran, a framework upgraded."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ def ids(items: list[Scored]) -> list[int]:
 
 
 TRIP = [
-    item(1, "We're planning the February trip to Lisbon for a week.", 0.9, "s1",
+    item(1, "We're planning the March trip to Ljubljana.", 0.9, "s1",
          "2026-10-26T19:00:00"),
-    item(2, "Biscuit sprained his paw.", 0.5, "s2", "2026-11-05T08:00:00"),
-    item(3, "We booked an Airbnb in Porto for February 12 to 19.", 0.8, "s4",
+    item(2, "Pilchard cracked a tooth.", 0.5, "s2", "2026-11-05T08:00:00"),
+    item(3, "We rented a flat in Piran for March 4 to 10.", 0.8, "s4",
          "2026-11-25T20:30:00"),
 ]  # fmt: skip
 
@@ -42,7 +42,7 @@ def test_a_later_restatement_in_another_session_trades_places_with_the_earlier_o
     ranked = [TRIP[0], dataclasses.replace(TRIP[1], score=0.85), TRIP[2]]
     out = prefer_later_restatements(ranked, similarity, threshold=0.45)
     assert ids(out) == [3, 2, 1]  # both trip turns stay; the current plan first
-    assert [s.score for s in out] == [0.9, 0.85, 0.8]  # the paw between them keeps its place
+    assert [s.score for s in out] == [0.9, 0.85, 0.8]  # the tooth between them keeps its place
 
 
 def test_unrelated_or_earlier_turns_do_not_move() -> None:
@@ -56,8 +56,8 @@ def test_unrelated_or_earlier_turns_do_not_move() -> None:
 
 def test_turns_of_one_session_are_conversation_not_updates() -> None:
     same = [
-        item(1, "We stay on Django 4.2.", 0.9, "p1", "2026-09-01T10:00:00"),
-        item(2, "Jobs run on Celery.", 0.8, "p1", "2026-09-01T10:02:00"),
+        item(1, "We pin Rails 7.1 for now.", 0.9, "p1", "2026-09-01T10:00:00"),
+        item(2, "Queues run on Sidekiq.", 0.8, "p1", "2026-09-01T10:02:00"),
     ]
     assert ids(prefer_later_restatements(same, [[1, 0.9], [0.9, 1]], 0.45)) == [1, 2]
 
@@ -80,7 +80,7 @@ def lexical_rows(scores: list[float]) -> list[Scored]:
 
 
 def test_three_matching_turns_out_of_twenty_are_all_fairly_sure() -> None:
-    # "What did the vet say about Biscuit's paw?": two turns match two words, the answer one
+    # "What did the vet say about Pilchard's tooth?": two turns match two words, the answer one
     # word less; the 17 turns that match nothing are the typical passage, not the third match.
     rows = lexical_rows([3.25, 3.25, 2.17])
     alone = ranking_confidence(rows)
@@ -138,11 +138,16 @@ def test_confidence_is_always_between_0_and_1(values: list[tuple[float, float]],
 
 def test_a_credited_user_turn_is_as_certain_as_the_reply_that_lifted_it() -> None:
     user = Scored(
-        Candidate(make_passage(1, "I set work-free Sundays", position=0), 1.0), 0.1, {"x": 0.1}
+        Candidate(make_passage(1, "I keep Friday afternoons free", position=0), 1.0),
+        0.1,
+        {"x": 0.1},
     )
     reply = Scored(
         Candidate(
-            make_passage(2, "Great idea, Sundays off help", position=1, role="assistant"), 1.0
+            make_passage(
+                2, "Great idea, free Friday afternoons help", position=1, role="assistant"
+            ),
+            1.0,
         ),
         0.9,
         {"x": 0.9},
@@ -158,15 +163,15 @@ def test_turns_inside_last_week_rank_first_and_nothing_inside_warns() -> None:
     out, warning = prefer_time_range(TRIP, last_week)
     assert ids(out) == [3, 1, 2] and warning is None
     assert [s.score for s in out] == sorted((s.score for s in out), reverse=True)
-    march = DateRange(datetime(2026, 3, 1), datetime(2026, 4, 1), "in March")
-    out, warning = prefer_time_range(TRIP, march)
+    june = DateRange(datetime(2026, 6, 1), datetime(2026, 7, 1), "in June")
+    out, warning = prefer_time_range(TRIP, june)
     assert ids(out) == [1, 2, 3]
-    assert warning is not None and "'in March'" in warning
+    assert warning is not None and "'in June'" in warning
 
 
 def test_dates_in_a_turn_are_read_against_the_turns_own_time() -> None:
     said = datetime(2026, 11, 20, 10, 0)
-    found = mentioned_ranges("We fly out on December 3rd and saw Maya yesterday.", said)
+    found = mentioned_ranges("We fly out on December 3rd and saw Anselm yesterday.", said)
     assert [(r.start.date().isoformat(), r.expression) for r in found] == [
         ("2026-12-03", "December 3rd"),  # the nearest December 3rd, ahead of the turn
         ("2026-11-19", "yesterday"),
@@ -175,13 +180,13 @@ def test_dates_in_a_turn_are_read_against_the_turns_own_time() -> None:
 
 
 def test_questions_in_other_languages_or_scripts_are_recognised() -> None:
-    assert foreign_language("¿Dónde nos alojamos en febrero?") == "Spanish"
-    assert foreign_language("Wo haben wir im Februar übernachtet?") == "German"
-    assert foreign_language("Где мы остановились в феврале?") == "Cyrillic script"
+    assert foreign_language("¿Dónde nos alojamos en marzo?") == "Spanish"
+    assert foreign_language("Wo haben wir im März übernachtet?") == "German"
+    assert foreign_language("Где мы остановились в марте?") == "Cyrillic script"
     for english in (
-        "Where are we staying in February?",
-        "What did Ana and José decide about the casa in Porto?",
-        "wher did we stey in febuary",
+        "Where are we staying in March?",
+        "What did Ana and José decide about the casa in Valencia?",
+        "wher did we stey in mrach",
         "kubectl rollout restart deployment",
         "Why does get_user_by_id return None in prod?",
     ):

@@ -44,32 +44,32 @@ async def store(tmp_path):
     await s.close()
 
 
-# A few sessions over weeks: a trip planned for Lisbon then moved to Porto, a dog, a job.
+# A few sessions over weeks: a trip planned for Ljubljana then moved to Piran, a cat, a job.
 SESSIONS: list[tuple[str, str, list[str]]] = [
     (
         "s1",
         "2026-10-26T19:05:00",
         [
-            "I handed in my notice at Acme today, my last day is November 14.",
-            "Maya and I are planning a trip in February, we decided on Lisbon for a week.",
-            "Biscuit, my beagle, needs a new harness before winter.",
+            "I resigned from Fernhill Press today, my last day is November 13.",
+            "Anselm and I are planning a trip in March, we decided on Ljubljana.",
+            "Pilchard, my tabby, needs a scratching post before winter.",
         ],
     ),
     (
         "s2",
         "2026-11-10T08:40:00",
         [
-            "The vet said Biscuit sprained his paw, two weeks of rest.",
-            "We decided to keep the budget for the trip under 1,500 euros.",
+            "The vet said Pilchard cracked a tooth, soft food for ten days.",
+            "We decided to keep the budget for the trip under 900 euros.",
         ],
     ),
     (
         "s3",
         "2026-11-25T20:30:00",
         [
-            "Flights to Lisbon got expensive, so we moved the February trip to Porto.",
-            "We booked an Airbnb in Porto near Ribeira for February 12 to 19.",
-            "Biscuit is running again, the paw healed.",
+            "The night train to Ljubljana stops in winter, so we moved the March trip to Piran.",
+            "We rented a flat in Piran by Tartini Square for March 4 to 10.",
+            "Pilchard is eating dry food again, the tooth healed.",
         ],
     ),
 ]
@@ -79,7 +79,7 @@ async def _remember(store: SQLiteStore) -> None:
     for session_id, start, texts in SESSIONS:
         day = start[:10]
         turns = [
-            TurnInput(text, "Dana", "user", timestamp=f"{day}T{19 + i:02d}:00:00")
+            TurnInput(text, "Wren", "user", timestamp=f"{day}T{19 + i:02d}:00:00")
             for i, text in enumerate(texts)
         ]
         await store.remember("ns", session_id, turns)
@@ -131,7 +131,9 @@ async def test_the_rendered_text_never_exceeds_the_budget(tmp_path_factory, text
         await store.close()
 
 
-@pytest.mark.parametrize("query", ["?", "...", "hmm", "hmmm", "what about that?", "the and of it"])
+@pytest.mark.parametrize(
+    "query", ["?", "...", "hmm", "hmmm", "so what about it?", "and it was the one"]
+)
 async def test_a_query_with_no_content_returns_nothing_and_says_so(store, query):
     await _remember(store)
     result = await _pipeline(store).recall(query, SCOPE, 1500, NOW)
@@ -160,16 +162,16 @@ async def test_what_we_decided_last_week_ranks_the_turn_from_last_week_first(sto
     result = await _pipeline(store).recall("What did we decide last week?", SCOPE, 1500, NOW)
     first = result.passages[0].candidate.passage.turn
     assert first.session_id == "s3"  # 25 November; the older "we decided" turns come after
-    assert "moved the February trip to Porto" in first.text
+    assert "moved the March trip to Piran" in first.text
     assert not any("falls in" in w for w in result.warnings)
 
 
 @pytest.mark.parametrize(
     ("question", "session", "answer"),
     [
-        ("What did we decide in October?", "s1", "decided on Lisbon"),  # 26 October
+        ("What did we decide in October?", "s1", "decided on Ljubljana"),  # 26 October
         ("What did we decide 3 weeks ago?", "s2", "budget"),  # 10 November
-        ("What did we decide last week?", "s3", "moved the February trip"),  # 25 November
+        ("What did we decide last week?", "s3", "moved the March trip"),  # 25 November
     ],
 )
 async def test_every_turn_inside_the_range_outranks_every_turn_outside(
@@ -185,11 +187,11 @@ async def test_every_turn_inside_the_range_outranks_every_turn_outside(
 
 
 async def test_a_month_without_a_year_is_the_coming_one_when_the_last_holds_nothing(store):
-    await _remember(store)  # asked on 30 November: last February holds nothing
-    result = await _pipeline(store).recall("Where does the trip go in February?", SCOPE, 1500, NOW)
+    await _remember(store)  # asked on 30 November: last March holds nothing
+    result = await _pipeline(store).recall("Where does the trip go in March?", SCOPE, 1500, NOW)
     assert not any("falls in" in w for w in result.warnings)
     texts = [s.candidate.passage.text for s in result.passages]
-    assert "a trip in February" in texts[0]  # the plan for the coming February, inside
+    assert "a trip in March" in texts[0]  # the plan for the coming March, inside
     assert len(texts) > 1  # the others from any time follow
 
 
@@ -208,7 +210,7 @@ async def test_yesterday_means_the_day_before_now_not_the_latest_turn(store):
         [
             TurnInput(
                 "The plumber fixed the leak under the sink.",
-                "Dana",
+                "Wren",
                 timestamp="2026-11-29T10:00:00",
             )
         ],
@@ -219,7 +221,7 @@ async def test_yesterday_means_the_day_before_now_not_the_latest_turn(store):
         [
             TurnInput(
                 "The plumber sent the invoice for the sink.",
-                "Dana",
+                "Wren",
                 timestamp="2026-11-30T09:00:00",
             )
         ],
@@ -235,12 +237,12 @@ async def test_a_turn_that_mentions_a_date_in_the_range_counts_as_inside(store):
         [
             TurnInput(
                 "The dentist appointment is on December 3rd.",
-                "Dana",
+                "Wren",
                 timestamp="2026-11-02T09:00:00",
             ),
             TurnInput(
                 "What happened at the dentist? The dentist said my teeth look fine.",
-                "Dana",
+                "Wren",
                 timestamp="2026-11-20T09:00:00",
             ),
         ],
@@ -254,23 +256,23 @@ async def test_a_turn_that_mentions_a_date_in_the_range_counts_as_inside(store):
 
 async def test_a_range_with_nothing_inside_warns_and_falls_back(store):
     await _remember(store)
-    result = await _pipeline(store).recall("What did we decide in March?", SCOPE, 1500, NOW)
+    result = await _pipeline(store).recall("What did we decide in April?", SCOPE, 1500, NOW)
     assert result.passages  # the best matches from any time
     assert any("nothing recalled falls in" in w for w in result.warnings)
 
 
 async def test_a_spanish_question_is_flagged(store):
     await _remember(store)
-    result = await _pipeline(store).recall("¿Dónde nos alojamos en febrero?", SCOPE, 1500, NOW)
+    result = await _pipeline(store).recall("¿Dónde nos alojamos en marzo?", SCOPE, 1500, NOW)
     assert any("does not look English" in w for w in result.warnings)
 
 
 @pytest.mark.parametrize(
     "query",
     [
-        "Where are we staying in February?",
-        "What did Dana say about Biscuit's harness?",
-        "wher did we stey in febuary",
+        "Where are we staying in March?",
+        "What did Wren say about Pilchard's scratching post?",
+        "wher did we stey in mrach",
         "why does get_user_by_id return None in prod",
     ],
 )
@@ -282,21 +284,21 @@ async def test_english_questions_with_names_typos_and_code_are_not_flagged(store
 
 async def test_the_structured_output_says_why_recall_stopped(store):
     await _remember(store)
-    result = await _pipeline(store, alpha=0.5).recall("Biscuit paw vet", SCOPE, 1500, NOW)
+    result = await _pipeline(store, alpha=0.5).recall("Pilchard tooth vet", SCOPE, 1500, NOW)
     output = recall_output(result)
     assert output.stop_reason in ("threshold", "exhausted", "budget", "top_k")
     assert len(output.passages) == len(result.passages)
     assert all(0.0 <= p.confidence <= 1.0 for p in output.passages)
-    text = format_recall("Biscuit paw vet", result)
+    text = format_recall("Pilchard tooth vet", result)
     assert text.splitlines()[0].endswith(").")
 
 
 async def test_the_threshold_stops_early_at_the_default_budget_but_not_above_it(store):
-    turns = [TurnInput("The Porto Airbnb near Ribeira is booked for February.", "Dana")]
-    turns += [TurnInput(f"Porto note {i}: the weather was grey.", "Dana") for i in range(30)]
+    turns = [TurnInput("The Piran flat by Tartini Square is booked for March.", "Wren")]
+    turns += [TurnInput(f"Piran note {i}: the weather was grey.", "Wren") for i in range(30)]
     await store.remember("ns", "s", turns)
     pipeline = _pipeline(store, alpha=0.5, max_tokens=1500)
-    ranking = await pipeline.rank("Airbnb near Ribeira in Porto", SCOPE, NOW)
+    ranking = await pipeline.rank("flat by Tartini Square in Piran", SCOPE, NOW)
     default = pipeline.truncate(ranking, 1500)
     larger = pipeline.truncate(ranking, 3000)
     assert default.stop_reason == "threshold"
@@ -316,7 +318,7 @@ async def test_punctuation_symbols_and_emoji_alone_never_return_passages(store, 
     assert result.warnings
 
 
-WORDS = ["trip", "Porto", "Lisbon", "vet", "paw", "Biscuit", "budget", "Airbnb", "February"]
+WORDS = ["trip", "Piran", "Ljubljana", "vet", "tooth", "Pilchard", "budget", "flat", "March"]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=FIXTURE_OK)
