@@ -1,5 +1,5 @@
-"""Relations named in the memory: "my sister Maya" makes "Where does my sister live?" search
-Maya too."""
+"""Relations named in the memory: "my brother Anselm" makes "Where does my brother live?"
+search Anselm too."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from smartsearch_mcp.types import Passage
 
 
 def _passages(texts: list[str]) -> tuple[list[Passage], list[str]]:
-    passages = [make_passage(i + 1, text, speaker="Dana") for i, text in enumerate(texts)]
+    passages = [make_passage(i + 1, text, speaker="Wren") for i, text in enumerate(texts)]
     return passages, [t.lower() for t in texts]
 
 
@@ -33,15 +33,15 @@ def _names(question: str, texts: list[str]) -> list[tuple[str, str, tuple[int, .
 @pytest.mark.parametrize(
     ("text", "relation", "name"),
     [
-        ("Planning a trip with my sister Maya in February.", "sister", "Maya"),
-        ("My older sister, Maya, lives abroad.", "sister", "Maya"),
-        ("I met Maya, my sister, at the station.", "sister", "Maya"),
-        ("Planning it with my sister Maya I think.", "sister", "Maya"),
-        ("First day went well, my manager is called Priya.", "manager", "Priya"),
-        ("My dog's name is Biscuit.", "dog", "Biscuit"),
-        ("our vet Dr Okafor says he is fine", "vet", "Dr Okafor"),
-        ("lunch with my sis Noor's kids", "sister", "Noor"),  # a chat spelling, a possessive
-        ("my boss Tom Becker wants the report", "boss", "Tom Becker"),
+        ("Planning a trip with my brother Anselm in March.", "brother", "Anselm"),
+        ("My older sister, Ilka, lives abroad.", "sister", "Ilka"),
+        ("I met Ilka, my sister, at the station.", "sister", "Ilka"),
+        ("Planning it with my sister Ilka I think.", "sister", "Ilka"),
+        ("First week was good, my manager is called Odile.", "manager", "Odile"),
+        ("My cat's name is Pilchard.", "cat", "Pilchard"),
+        ("our vet Dr Varga says he is fine", "vet", "Dr Varga"),
+        ("lunch with my sis Ilka's kids", "sister", "Ilka"),  # a chat spelling, a possessive
+        ("my boss Lars Eklund wants the report", "boss", "Lars Eklund"),
     ],
 )
 def test_a_relation_is_named_in_the_ways_people_say_it(text, relation, name) -> None:
@@ -54,16 +54,16 @@ def test_a_relation_is_named_in_the_ways_people_say_it(text, relation, name) -> 
         "I told my sister I would come.",  # a pronoun, not a name
         "I called my sister Monday.",  # a day
         "My sister and I went hiking.",
-        "my sister maya",  # no capital: not read as a name
-        "Sister Maya runs the choir.",  # no "my"
-        "My girlfriend, Toby and I went camping.",  # a list, not a name set off by commas
-        "Last Tuesday, my girlfriend, Toby, and I played games.",
-        "Thankfully, my son's ok.",  # a capitalized word opening the sentence
-        "Last Friday, my partner cooked.",
+        "my sister ilka",  # no capital: not read as a name
+        "Sister Ilka runs the choir.",  # no "my"
+        "My boyfriend, Ruben and I went sailing.",  # a list, not a name set off by commas
+        "Last Tuesday, my boyfriend, Ruben, and I played chess.",
+        "Luckily, my son's fine.",  # a capitalized word opening the sentence
+        "Last Sunday, my partner baked.",
     ],
 )
 def test_words_that_are_not_names_are_not_taken_for_one(text) -> None:
-    relation = next(r for r in ("sister", "girlfriend", "son", "partner") if r in text.lower())
+    relation = next(r for r in ("sister", "boyfriend", "son", "partner") if r in text.lower())
     assert _names(f"Where does my {relation} live?", [text]) == []
 
 
@@ -75,70 +75,70 @@ def test_a_relation_named_many_ways_is_ambiguous_and_gets_no_name() -> None:
 
 
 def test_only_relations_the_question_uses_are_looked_up() -> None:
-    texts = ["Trip with my sister Maya.", "My manager is Priya."]
-    assert _names("Who is my manager?", texts) == [("manager", "Priya", (1,))]
+    texts = ["Trip with my brother Anselm.", "My manager is Odile."]
+    assert _names("Who is my manager?", texts) == [("manager", "Odile", (1,))]
     assert _names("What did we decide about the budget?", texts) == []
     assert relations_in(analyze_query("Where do my sisters live?", None)) == ["sister"]
 
 
 def test_the_name_is_searched_at_the_weight_of_the_relation_word() -> None:
-    analysis = analyze_query("Where does my sister live?", None)
-    passages, lowered = _passages(["Trip with my sister Maya.", "Maya moved to Denver."])
+    analysis = analyze_query("Where does my brother live?", None)
+    passages, lowered = _passages(["Trip with my brother Anselm.", "Anselm moved to Graz."])
     names = relation_names(relations_in(analysis), passages, lowered)
     searched = with_relation_names(analysis, names)
     weights = {t.term: t for t in searched.terms}
-    assert weights["maya"].weight == weights["sister"].weight
-    assert weights["maya"].kind == "proper"
-    assert compile_terms(searched).score("maya moved to denver.") > 0
-    assert compile_terms(analysis).score("maya moved to denver.") == 0
+    assert weights["anselm"].weight == weights["brother"].weight
+    assert weights["anselm"].kind == "proper"
+    assert compile_terms(searched).score("anselm moved to graz.") > 0
+    assert compile_terms(analysis).score("anselm moved to graz.") == 0
     assert with_relation_names(analysis, []) is analysis
 
 
 def test_a_full_name_is_also_searched_by_its_first_name() -> None:
     analysis = analyze_query("What did my boss want?", None)
-    passages, lowered = _passages(["My boss Tom Becker wants the report."])
+    passages, lowered = _passages(["My boss Lars Eklund wants the report."])
     searched = with_relation_names(
         analysis, relation_names(relations_in(analysis), passages, lowered)
     )
     matcher = compile_terms(searched)
-    assert matcher.score("tom moved the deadline") > 0
+    assert matcher.score("lars moved the deadline") > 0
     # the full name and the first name are one group: a turn saying both counts once
-    assert matcher.score("tom becker moved the deadline") == matcher.score("tom moved it")
+    assert matcher.score("lars eklund moved the deadline") == matcher.score("lars moved it")
 
 
 def test_a_name_is_also_searched_by_the_relation_the_memory_gives_it() -> None:
     passages, lowered = _passages(
-        ["Trip with my sister Maya.", "My sister moved to Denver.", "I met Priya, my manager."]
+        ["Trip with my brother Anselm.", "My brother moved to Graz.", "I met Odile, my manager."]
     )
-    found = relations_of(["maya", "priya", "bob"], passages, lowered)
+    found = relations_of(["anselm", "odile", "bob"], passages, lowered)
     assert [(f.relation, f.name, f.said_in) for f in found] == [
-        ("sister", "maya", (0,)),
-        ("manager", "priya", (2,)),
+        ("brother", "anselm", (0,)),
+        ("manager", "odile", (2,)),
     ]
-    analysis = analyze_query("Where does Maya live?", None)
+    analysis = analyze_query("Where does Anselm live?", None)
     searched, forward, backward = resolve_relations(analysis, passages, lowered, (), {})
-    assert forward == [] and [f.relation for f in backward] == ["sister"]
+    assert forward == [] and [f.relation for f in backward] == ["brother"]
     terms = {t.term: t for t in searched.terms}
-    assert terms["sister"].kind == "noun" and terms["sis"].group == "sister"
-    assert compile_terms(searched).score("my sister moved to denver.") > 0
-    assert compile_terms(analysis).score("my sister moved to denver.") == 0
+    assert terms["brother"].kind == "noun" and terms["bro"].group == "brother"
+    assert compile_terms(searched).score("my brother moved to graz.") > 0
+    assert compile_terms(analysis).score("my brother moved to graz.") == 0
 
 
 def test_speakers_names_are_not_looked_up_as_relations() -> None:
-    passages, lowered = _passages(["Trip with my sister Maya."])
-    analysis = analyze_query("What did Maya say about the trip?", None)
-    searched, _, backward = resolve_relations(analysis, passages, lowered, ["Maya"], {})
+    passages, lowered = _passages(["Trip with my brother Anselm."])
+    analysis = analyze_query("What did Anselm say about the trip?", None)
+    searched, _, backward = resolve_relations(analysis, passages, lowered, ["Anselm"], {})
     assert backward == [] and searched == analysis
 
 
 def test_what_was_looked_up_is_kept_in_the_cache_both_ways() -> None:
-    passages, lowered = _passages(["Trip with my sister Maya.", "Maya moved to Denver."])
+    passages, lowered = _passages(["Trip with my brother Anselm.", "Anselm moved to Graz."])
     cache: dict[str, list] = {}
     first = resolve_relations(
-        analyze_query("Where does my sister live?", None), passages, lowered, (), cache
+        analyze_query("Where does my brother live?", None), passages, lowered, (), cache
     )
-    assert sorted(cache) == ["rel:sister"]
-    again = resolve_relations(analyze_query("Where does my sister live?", None), [], [], (), cache)
+    assert sorted(cache) == ["rel:brother"]
+    again = resolve_relations(analyze_query("Where does my brother live?", None), [], [], (), cache)
     assert again == first  # from the cache: no passages were read
-    resolve_relations(analyze_query("Is Maya older?", None), passages, lowered, (), cache)
-    assert cache["name:maya"][0].relation == "sister"
+    resolve_relations(analyze_query("Is Anselm older?", None), passages, lowered, (), cache)
+    assert cache["name:anselm"][0].relation == "brother"

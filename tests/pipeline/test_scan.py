@@ -109,8 +109,8 @@ async def test_a_streamed_scope_retrieves_exactly_what_the_cached_scope_does(sto
 # ways, and a thought sent as a burst of short messages seconds apart.
 SIGNAL_SESSIONS = {
     "family": [
-        ("Ana", "I booked a long weekend in Lisbon with my sister Maya for the spring."),
-        ("Ana", "Maya moved to Denver last month, she loves the mountains."),
+        ("Ana", "I booked a long weekend in Bled with my brother Anselm for the spring."),
+        ("Ana", "Anselm moved to Graz last month, he loves the mountains."),
         ("Ana", "We tried the new restuarant by the harbour on Friday."),
         ("Ana", "The vegetable lasagne there was amazing, we should go back."),
     ],
@@ -124,8 +124,8 @@ SIGNAL_SESSIONS = {
     ],
 }
 SIGNAL_QUESTIONS = [
-    "Where does my sister live?",
-    "Where is Maya staying in the spring?",
+    "Where does my brother live?",
+    "Where is Anselm staying in the spring?",
     "Which restaurant by the harbour did we try?",
     "Whta did we eat at the harbour restaurnt?",
     "When does Rui start at the bakery?",
