@@ -1,6 +1,6 @@
 """Turns that say something changed (pipeline/updates.py), and current facts first only for
-them (`prefer_later_restatements` with `needs_change`), on a trip moved from Lisbon to Porto
-and a conversation coming back to a topic."""
+them (`prefer_later_restatements` with `needs_change`), on a trip moved from Ljubljana to
+Piran and a conversation coming back to a topic."""
 
 from __future__ import annotations
 
@@ -24,22 +24,22 @@ from smartsearch_mcp.types import Candidate, RecallResult, Scored, Successor
 
 
 def test_a_change_is_said_with_a_verb_adverb_or_phrase_of_change() -> None:
-    assert states_a_change("Change of plans: Maya and I moved the February trip to Porto.")
-    assert states_a_change("We upgraded to Django 5.1 this morning")
-    assert states_a_change("they said we can have the back room instead, same price")
-    assert states_a_change("Nopalito cancelled on us")
+    assert states_a_change("Change of plans: Anselm and I moved the March trip to Piran.")
+    assert states_a_change("We upgraded to Rails 7.2 this morning")
+    assert states_a_change("the hall is taken, we can use the upstairs room instead")
+    assert states_a_change("The caterer cancelled on us")
     assert states_a_change("I don't play the guitar anymore")
-    assert states_a_change("Helio moved the technical round to April 24")
-    assert states_a_change("Spam rate was awful, I'm switching the campaign to Postmark.")
-    assert states_a_change("Finance bumped the budget")
+    assert states_a_change("Corvid moved the panel interview to May 6")
+    assert states_a_change("Open rates were poor, I'm switching the newsletter to Buttondown.")
+    assert states_a_change("The board bumped the grant")
     assert states_a_change("the standup is now at 9:30")
     assert states_a_change("we dropped the catering, so the cost goes back down to $900")
     assert states_a_change("rent went up to $1,450 this month")
-    assert not states_a_change("Between a healthier diet and yoga, I'm hoping for some changes.")
-    assert not states_a_change("Those kittens look so sweet, any updates on them?")
-    assert not states_a_change("Let me know how it turns out!")
-    assert not states_a_change("We're planning the February trip to Lisbon for a week.")
-    assert not states_a_change("I went hiking with my kids again last weekend, so fun!")
+    assert not states_a_change("With more sleep and less coffee, I'm hoping for some changes.")
+    assert not states_a_change("Your tomatoes look great, any updates on the harvest?")
+    assert not states_a_change("Tell me how the exam turns out!")
+    assert not states_a_change("We're planning the March trip to Ljubljana.")
+    assert not states_a_change("I took the kids kayaking again on Sunday, so fun!")
     assert not states_a_change("The remover was great")  # a word, not its inside
 
 
@@ -57,13 +57,13 @@ SIMILAR = [[1.0, 0.6], [0.6, 1.0]]
 
 def test_only_a_later_turn_that_says_something_changed_supersedes() -> None:
     moved = [
-        item(1, "We're thinking Lisbon for the February trip.", 0.9, "s1", "2026-10-26T19:00"),
-        item(2, "Flights got expensive, so we moved the February trip to Porto.", 0.7, "s3",
+        item(1, "We're thinking Ljubljana for the March trip.", 0.9, "s1", "2026-10-26T19:00"),
+        item(2, "The night train stops in winter, so we moved the March trip to Piran.", 0.7, "s3",
              "2026-11-12T09:00"),
     ]  # fmt: skip
     back_again = [
-        item(1, "I love painting sunsets by the lake.", 0.9, "s1", "2023-05-01T10:00"),
-        item(2, "Painted another sunset by the lake last weekend!", 0.7, "s5", "2023-07-01T10:00"),
+        item(1, "I love sketching the old lighthouse.", 0.9, "s1", "2023-05-01T10:00"),
+        item(2, "Sketched the lighthouse again last weekend!", 0.7, "s5", "2023-07-01T10:00"),
     ]
     assert ids(prefer_later_restatements(moved, SIMILAR, 0.45, needs_change=True)) == [2, 1]
     assert ids(prefer_later_restatements(back_again, SIMILAR, 0.45, needs_change=True)) == [1, 2]
@@ -75,11 +75,13 @@ def test_with_same_speaker_only_a_persons_own_later_statement_supersedes_theirs(
         passage = make_passage(turn_id, text, session_id=session, timestamp=when, speaker=speaker)
         return Scored(Candidate(passage, 1.0), score, confidence=score)
 
-    mine = by(1, "Priya", "for my bday dinner lets do Nopalito on june 27", 0.9, "c3", "2026-05-26")
-    moved = by(2, "Priya", "change of plan: Nopalito cancelled, moved to Flour + Water", 0.7,
+    mine = by(
+        1, "Ines", "for my bday lunch lets do the Crooked Spoon on july 3", 0.9, "c3", "2026-05-26"
+    )
+    moved = by(2, "Ines", "change of plan: the Crooked Spoon cancelled, moved to Salt & Ember", 0.7,
                "c4", "2026-06-16")  # fmt: skip
-    theirs = by(3, "Sam", "we moved my dinner with Sam's parents to Nopalito too", 0.7, "c5",
-                "2026-06-20")  # fmt: skip
+    theirs = by(3, "Jules", "we moved the lunch with my parents to the Crooked Spoon too", 0.7,
+                "c5", "2026-06-20")  # fmt: skip
     assert ids(prefer_later_restatements([mine, moved], SIMILAR, 0.45, same_speaker=True)) == [
         2,
         1,
@@ -103,33 +105,33 @@ def test_a_weakly_matched_update_supersedes_when_the_confidence_share_allows() -
 
 
 def test_a_later_turn_is_about_the_earlier_by_the_questions_words_or_another() -> None:
-    recruiter = "The recruiter at Helio is Tom Becker, he wants a call on Thursday."
-    moved = "Helio moved the technical round to April 24, the interviewer is sick."
-    assert not shares_a_subject(moved, recruiter, {"recruiter", "helio"})  # no recruiter
-    assert shares_a_subject(moved, recruiter, set())  # "helio"
-    booked, switched = "Booked the trip to Lisbon.", "we switched the trip to Porto."
+    recruiter = "The recruiter at Corvid is Nina Falk, she wants a call on Friday."
+    moved = "Corvid moved the panel interview to May 6, the hiring manager is away."
+    assert not shares_a_subject(moved, recruiter, {"recruiter", "corvid"})  # no recruiter
+    assert shares_a_subject(moved, recruiter, set())  # "corvid"
+    booked, switched = "Booked the trip to Ljubljana.", "we switched the trip to Piran."
     assert shares_a_subject(switched, booked, {"trip", "go"})  # both name the trip
-    taking = "ok, cutting back. I've been taking ibuprofen 400 mg after runs."
-    naproxen = "My doctor switched me from ibuprofen to naproxen."
-    assert shares_a_subject(naproxen, taking, {"medication", "tak", "knee"})  # "ibuprofen"
-    # inflections count as one word: "exports" is the question's "export"
-    assert not shares_a_subject("Exports moved to 3am.", "The invoice export runs at 2am.",
-                                {"export", "invoice"})  # fmt: skip
+    taking = "ok, noted. I've been taking cetirizine 10 mg every morning."
+    switched_pill = "My doctor switched me from cetirizine to loratadine."
+    assert shares_a_subject(switched_pill, taking, {"medication", "tak", "allergy"})  # "cetirizine"
+    # inflections count as one word: "backups" is the question's "backup"
+    assert not shares_a_subject("Backups moved to 4am.", "The database backup runs at 1am.",
+                                {"backup", "database"})  # fmt: skip
 
 
 def test_with_the_question_a_restatement_must_share_more_than_its_words() -> None:
-    recruiter = item(1, "The recruiter at Helio is Tom Becker, he wants a call on Thursday.",
+    recruiter = item(1, "The recruiter at Corvid is Nina Falk, she wants a call on Friday.",
                      0.9, "j1", "2026-04-01T10:00")  # fmt: skip
-    moved = item(2, "Helio moved the technical round to April 24, the interviewer is sick.", 0.6,
+    moved = item(2, "Corvid moved the panel interview to May 6, the hiring manager is away.", 0.6,
                  "j3", "2026-04-15T10:00")  # fmt: skip
     both = [recruiter, moved]
     assert ids(prefer_later_restatements(both, SIMILAR, 0.45, needs_change=True)) == [2, 1]
-    asked = {"recruiter", "helio"}
+    asked = {"recruiter", "corvid"}
     assert ids(prefer_later_restatements(both, SIMILAR, 0.45, needs_change=True, asked=asked)) == [
         1,
         2,
     ]
-    round_ = item(1, "The technical round at Helio is on April 22.", 0.9, "j2", "2026-04-08T10:00")
+    round_ = item(1, "The panel interview at Corvid is on May 4.", 0.9, "j2", "2026-04-08T10:00")
     assert ids(
         prefer_later_restatements([round_, moved], SIMILAR, 0.45, needs_change=True, asked=asked)
     ) == [2, 1]
@@ -137,28 +139,28 @@ def test_with_the_question_a_restatement_must_share_more_than_its_words() -> Non
 
 def test_values_are_read_by_kind_and_a_new_one_of_a_kind_the_earlier_gave_counts() -> None:
     said = "2026-11-24T16:30:00"
-    budget = values_of("Finance approved $55k for the offsite, 1,200 euros of it for the venue.")
-    assert budget["amount"] == {"$55k", "1200euros"}
+    budget = values_of("The board approved $72k for the retreat, 3,400 euros of it for the hotel.")
+    assert budget["amount"] == {"$72k", "3400euros"}
     assert "number" not in budget  # the amounts' numbers are not counted again
     assert values_of("Standup moves to 9:30, the demo is at 4pm")["clock"] == {"9:30", "4pm"}
-    assert values_of("Final answer: the launch is Tuesday December 9.", said)["date"] == {
-        "2026-12-09"
+    assert values_of("Settled: the opening is Thursday December 10.", said)["date"] == {
+        "2026-12-10"
     }
-    assert values_of("the api listens on 8080 behind nginx 1.25")["number"] == {"8080", "1.25"}
+    assert values_of("the web app listens on 5173 behind caddy 2.7")["number"] == {"5173", "2.7"}
     assert values_of("sounds good, thanks!") == {}
 
-    port = values_of("the api listens on 8080")
-    assert gives_a_new_value(values_of("8080 clashed with jenkins, it is on 9090"), port)
-    assert not gives_a_new_value(values_of("8080 works fine for me"), port)
-    assert not gives_a_new_value(values_of("the budget is $48k"), port)  # another kind
+    port = values_of("the web app listens on 5173")
+    assert gives_a_new_value(values_of("5173 clashed with the docs server, it runs on 4321"), port)
+    assert not gives_a_new_value(values_of("5173 works fine for me"), port)
+    assert not gives_a_new_value(values_of("the grant is $30k"), port)  # another kind
 
 
 def test_a_later_turn_giving_a_new_value_supersedes_without_a_verb_of_change() -> None:
-    first = item(1, "Proposed launch date for Ledger is Tuesday November 18.", 0.9, "c1",
-                 "2026-10-28T09:30")  # fmt: skip
-    final = item(2, "Final answer: launch is Tuesday December 9. No more delays.", 0.4, "c4",
+    first = item(1, "Proposed opening date for the Harbour Gallery is Thursday November 19.", 0.9,
+                 "c1", "2026-10-28T09:30")  # fmt: skip
+    final = item(2, "Settled: the opening is Thursday December 10. No more delays.", 0.4, "c4",
                  "2026-11-24T16:34")  # fmt: skip
-    again = item(3, "Launch is still Tuesday November 18, see you all there.", 0.4, "c2",
+    again = item(3, "The opening is still Thursday November 19, see you all there.", 0.4, "c2",
                  "2026-11-01T10:00")  # fmt: skip
     out = prefer_later_restatements([first, final], SIMILAR, 0.45, needs_change=True,
                                     min_confidence=0.1)  # fmt: skip
@@ -168,10 +170,10 @@ def test_a_later_turn_giving_a_new_value_supersedes_without_a_verb_of_change() -
 
 
 def test_the_superseded_passage_names_the_turn_that_replaced_it_whichever_ranks_first() -> None:
-    old = item(1, "We'll send the campaign through Mailgun.", 0.9, "c1", "2026-10-28T09:30")
-    new = item(2, "Mailgun's spam rate was awful, switching the campaign to Postmark.", 0.8, "c2",
+    old = item(1, "We'll send the newsletter through Sendy.", 0.9, "c1", "2026-10-28T09:30")
+    new = item(2, "Sendy's open rate was poor, switching the newsletter to Buttondown.", 0.8, "c2",
                "2026-11-05T14:10")  # fmt: skip
-    other = item(3, "The webinar needs slides.", 0.5, "c3", "2026-11-06T10:00")
+    other = item(3, "The workshop needs slides.", 0.5, "c3", "2026-11-06T10:00")
     similar = [[1.0, 0.6, 0.1], [0.6, 1.0, 0.1], [0.1, 0.1, 1.0]]
     for ranked in ([old, new, other], [new, old, other]):
         out = prefer_later_restatements(ranked, similar, 0.45, needs_change=True)
@@ -180,18 +182,18 @@ def test_the_superseded_passage_names_the_turn_that_replaced_it_whichever_ranks_
         assert by_id[1].superseded_by == Successor(2, "2026-11-05T14:10")
         assert by_id[2].superseded_by is None and by_id[3].superseded_by is None
     line = passage_line(by_id[1])
-    assert line.endswith("Mailgun. (superseded by #2, 2026-11-05)")
+    assert line.endswith("Sendy. (superseded by #2, 2026-11-05)")
 
 
 def test_a_new_value_counts_only_for_a_question_that_asks_for_one() -> None:
-    assert asks_for_a_value("When is the launch?")
-    assert asks_for_a_value("What port does the API listen on?")
+    assert asks_for_a_value("When is the opening?")
+    assert asks_for_a_value("What port does the web app listen on?")
     assert asks_for_a_value("how much is the rent now")
-    assert not asks_for_a_value("Why did we drop Mailgun?")
-    assert not asks_for_a_value("who is writing the release notes")
-    first = item(1, "Proposed launch date for Ledger is Tuesday November 18.", 0.9, "c1",
-                 "2026-10-28T09:30")  # fmt: skip
-    final = item(2, "Final answer: launch is Tuesday December 9.", 0.4, "c4", "2026-11-24T16:34")
+    assert not asks_for_a_value("Why did we drop Sendy?")
+    assert not asks_for_a_value("who is writing the catalogue essay")
+    first = item(1, "Proposed opening date for the Harbour Gallery is Thursday November 19.", 0.9,
+                 "c1", "2026-10-28T09:30")  # fmt: skip
+    final = item(2, "Settled: the opening is Thursday December 10.", 0.4, "c4", "2026-11-24T16:34")
     ranked = [first, final]
     kept = prefer_later_restatements(
         ranked, SIMILAR, 0.45, needs_change=True, min_confidence=0.1, value_asked=False
@@ -201,28 +203,29 @@ def test_a_new_value_counts_only_for_a_question_that_asks_for_one() -> None:
 
 def test_the_structured_result_names_the_superseding_turn() -> None:
     old = dataclasses.replace(
-        item(4, "Budget for the launch is $40k.", 0.9, "c1", "2026-10-28T09:42"),
+        item(4, "The grant for the retreat is $60k.", 0.9, "c1", "2026-10-28T09:42"),
         superseded_by=Successor(20, "2026-11-24T16:34:00"),
     )
-    new = item(20, "budget goes back down to $48k", 0.8, "c4", "2026-11-24T16:34:00")
+    new = item(20, "grant goes back down to $52k", 0.8, "c4", "2026-11-24T16:34:00")
     result = RecallResult([new, old], 30, 1500, ["bi_encoder"], [], confidence=[0.8, 0.9])
     out = recall_output(result).passages
     assert (out[0].superseded_by, out[0].superseded_at) == (None, None)
     assert (out[1].superseded_by, out[1].superseded_at) == (20, "2026-11-24T16:34:00")
-    assert "#4: Budget for the launch is $40k. (superseded by #20, 2026-11-24)" in format_recall(
-        "What's the launch budget?", result
+    assert (
+        "#4: The grant for the retreat is $60k. (superseded by #20, 2026-11-24)"
+        in format_recall("What's the retreat grant?", result)
     )
 
 
 def test_a_replacement_said_outright_names_the_value_given_up() -> None:
     assert replaced_values("Upgraded Python from 3.10 to 3.12 in the Dockerfile.") == {"3.10"}
-    assert replaced_values("Replaced `moment` with `date-fns` in utils/time.ts") == {"moment"}
-    assert replaced_values("We'll book Mailgun instead of SendGrid, it's cheaper.") == {"sendgrid"}
+    assert replaced_values("Replaced `moment` with `luxon` in utils/time.ts") == {"moment"}
+    assert replaced_values("We'll use Buttondown instead of Sendy, it's cheaper.") == {"sendy"}
     assert replaced_values("Moved the cache from Memcached to Redis Cluster") == {"memcached"}
     assert replaced_values("retries 3 -> 5") == {"3"}
     # a question replaces nothing, and "from ... to" without a change is a route or a range
     assert replaced_values("should we move from Flask to FastAPI?") == set()
-    assert replaced_values("We drove from Denver to Boulder on Sunday.") == set()
+    assert replaced_values("We drove from Graz to Vienna on Sunday.") == set()
     assert replaced_values("the request goes from the proxy to the app") == set()
 
 
