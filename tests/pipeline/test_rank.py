@@ -136,13 +136,13 @@ def test_only_a_user_turn_just_before_an_assistant_passage_is_credited() -> None
 
 
 def test_reply_credit_goes_to_the_strongest_of_the_users_turns_in_a_row_before_the_reply():
-    # "Bought new shoes, Brooks Ghost 16." / "Weekly mileage is back up to 30 km." / "Nice.
-    # Alternate the new shoes with short runs": the reply answers both user turns.
+    # "Got a new tent, a two-person one." / "The pack weighs 9 kg now." / "Nice. Pitch the
+    # new tent once in the garden first": the reply answers both user turns.
     items = [
         said(14, 4, "assistant", 0.9),
         said(10, 0, "user", 0.8),
-        said(12, 2, "user", 0.5),  # the shoes: what was asked about
-        said(13, 3, "user", 0.2),  # the mileage, just before the reply
+        said(12, 2, "user", 0.5),  # the tent: what was asked about
+        said(13, 3, "user", 0.2),  # the pack weight, just before the reply
         said(11, 1, "assistant", 0.1),  # ends the user's run of turns
     ]
 
@@ -156,11 +156,11 @@ def worded(turn_id: int, position: int, role: str, score: float, text: str) -> S
 
 def test_an_assistant_turn_that_only_asks_credits_the_users_answer_after_it() -> None:
     items = [
-        worded(11, 1, "assistant", 0.9, "Do you want a feature flag for the PDF layout?"),
-        worded(10, 0, "user", 0.8, "Release 2.0 ships the new invoice PDF layout."),
+        worded(11, 1, "assistant", 0.9, "Should the export also include archived projects?"),
+        worded(10, 0, "user", 0.8, "Version 3 adds a CSV export of the project list."),
         worded(13, 3, "assistant", 0.7, "Noted. Shall I add it to the checklist?"),
-        worded(12, 2, "user", 0.3, "Yes, behind the flag new_invoice_pdf, default off."),
-        worded(14, 4, "user", 0.2, "Also, Lena starts on Monday."),
+        worded(12, 2, "user", 0.3, "Yes, archived ones too, on a separate sheet."),
+        worded(14, 4, "user", 0.2, "Also, Bram starts on Monday."),
     ]
 
     out = credit_replied_turns(items, credit=1.0)
@@ -173,8 +173,8 @@ def test_an_assistant_turn_that_only_asks_credits_the_users_answer_after_it() ->
 
 def test_an_assistant_question_whose_answer_was_not_found_credits_nobody() -> None:
     items = [
-        worded(11, 1, "assistant", 0.9, "Which room did they offer?"),
-        worded(10, 0, "user", 0.3, "Called the restaurant about the party."),
+        worded(11, 1, "assistant", 0.9, "Which table did they give us?"),
+        worded(10, 0, "user", 0.3, "Phoned the bistro about the reunion."),
     ]
 
     assert credit_replied_turns(items, credit=1.0) == items
@@ -315,8 +315,9 @@ def matched(turn_id: int, position: int, role: str, score: float, lexical: float
 
 
 def test_a_user_turn_matching_none_of_the_question_rises_to_just_after_its_reply() -> None:
-    # "ok do 1 now" before "Done: create_invoice now sends an Idempotency-Key header": the
-    # reply holds the answer and stays first; the request comes with it, not ahead of it
+    # "go with the second one" before "Done: `upload_chunk` now resumes from the last
+    # offset": the reply holds the answer and stays first; the request comes with it, not
+    # ahead of it
     items = [
         matched(21, 1, "assistant", 0.9, lexical=3.1),
         matched(30, 5, "user", 0.5, lexical=2.0),
@@ -331,9 +332,9 @@ def test_a_user_turn_matching_none_of_the_question_rises_to_just_after_its_reply
 
 def test_a_users_question_ranked_above_its_answer_lifts_the_answer_just_ahead_of_it() -> None:
     items = [
-        worded(25, 4, "user", 0.39, "what's the command for tests with coverage again"),
-        worded(7, 1, "assistant", 0.33, "All 3 tests pass now."),
-        worded(26, 5, "assistant", 0.26, "`pytest --cov=app -q`, coverage is at 87 %."),
+        worded(25, 4, "user", 0.39, "how do I rebuild the search index again"),
+        worded(7, 1, "assistant", 0.33, "The import finished without errors."),
+        worded(26, 5, "assistant", 0.26, "`make reindex`, it takes about 4 minutes."),
     ]
 
     out = credit_replied_turns(items, credit=1.0)
@@ -342,8 +343,10 @@ def test_a_users_question_ranked_above_its_answer_lifts_the_answer_just_ahead_of
     assert [s.score for s in out] == [0.39, 0.39, 0.33]
     # a statement ahead of a reply that adds nothing to it stays ahead: it holds what was said
     statement = [
-        worded(25, 4, "user", 0.39, "tests need coverage, use pytest-cov"),
-        worded(26, 5, "assistant", 0.26, "Sure, coverage with pytest-cov from now on."),
+        worded(25, 4, "user", 0.39, "the search index needs a nightly rebuild, use cron"),
+        worded(
+            26, 5, "assistant", 0.26, "Sure, cron rebuilds the search index nightly from now on."
+        ),
     ]
     assert credit_replied_turns(statement, credit=1.0) == statement
 
@@ -367,8 +370,10 @@ def test_a_short_request_ranked_above_the_reply_that_carries_it_out_lifts_the_re
 
 
 def test_a_reply_to_a_users_question_is_not_an_echo() -> None:
-    question = worded(25, 0, "user", 0.7, "what's the command for tests with coverage again")
-    reply = worded(26, 1, "assistant", 0.8, "pytest --cov=app: coverage for the tests is 87 %")
+    question = worded(25, 0, "user", 0.7, "how do I rebuild the search index again")
+    reply = worded(
+        26, 1, "assistant", 0.8, "make reindex: the search index rebuild takes 4 minutes"
+    )
 
     assert discount_echoes([reply, question], discount=0.3) == [reply, question]
     assert not restates(question, reply)
@@ -381,10 +386,10 @@ def test_a_long_question_tells_what_its_reply_restates() -> None:
         0,
         "user",
         0.7,
-        "How should I get ready for the interview at Acme on March 5 when my current "
+        "How should I get ready for the interview at Corvid on March 5 when my current "
         "manager still expects the quarterly report from me that same week?",
     )
-    advice = "For the Acme interview on March 5, first agree on the report's date. " * 8
+    advice = "For the Corvid interview on March 5, first agree on the report's date. " * 8
     reply = worded(26, 1, "assistant", 0.8, advice)
 
     assert restates(question, reply)
@@ -428,8 +433,8 @@ def test_a_user_turn_matching_the_question_as_well_as_its_reply_is_still_credite
 
 
 def test_a_reply_matching_words_its_user_turn_lacks_is_not_an_echo() -> None:
-    # "switch to something async" answered by "replaced requests with httpx.AsyncClient",
-    # asked "httpx AsyncClient": the reply holds the answer and keeps its score.
+    # "make the upload faster" answered by "switched the uploader to boto3 multipart",
+    # asked "boto3 multipart": the reply holds the answer and keeps its score.
     answer = [matched(16, 1, "assistant", 0.8, lexical=5.9), matched(15, 0, "user", 0.7, 0.6)]
     assert discount_echoes(answer, discount=0.3) == answer
 
