@@ -215,21 +215,21 @@ def test_aware_timestamps_at_the_range_edges_that_stay_inside_in_utc_are_kept() 
 
 def test_a_day_or_month_without_a_year_recurs_and_a_dated_one_does_not() -> None:
     reference = datetime(2026, 11, 30, 18, 0)
-    february = find_time_range("Where are we staying in February?", reference)
-    assert february is not None and february.recurs
-    coming = next_occurrence(february)
+    march = find_time_range("Where are we staying in March?", reference)
+    assert march is not None and march.recurs
+    coming = next_occurrence(march)
     assert coming is not None
-    assert (coming.start, coming.end) == (datetime(2027, 2, 1), datetime(2027, 3, 1))
-    dated = find_time_range("What happened in February 2026?", reference)
+    assert (coming.start, coming.end) == (datetime(2027, 3, 1), datetime(2027, 4, 1))
+    dated = find_time_range("What happened in March 2026?", reference)
     assert dated is not None and not dated.recurs and next_occurrence(dated) is None
-    last_week = find_time_range("What did we decide last week?", reference)
+    last_week = find_time_range("What did we settle on last week?", reference)
     assert last_week is not None and next_occurrence(last_week) is None
 
 
 @pytest.mark.parametrize(
     ("text", "month", "expression"),
     [
-        ("How much did the February trip cost?", 2, "February"),
+        ("How much did the March trip cost?", 3, "March"),
         ("What are our May plans?", 5, "May"),
         ("Is my April dentist appointment moved?", 4, "April"),
         ("Who is coming to an August wedding?", 8, "August"),
@@ -262,7 +262,7 @@ def test_a_month_word_that_is_a_verb_or_a_name_is_no_date(text: str) -> None:
     assert find_time_range(text, datetime(2026, 11, 30, 18, 0)) is None
 
 
-def test_a_turn_naming_the_february_trip_means_the_coming_february() -> None:
+def test_a_turn_naming_the_march_trip_means_the_coming_march() -> None:
     said = datetime(2026, 11, 18, 21, 15)
-    (found,) = mentioned_ranges("Maya and I moved the February trip to Porto.", said)
-    assert (found.start, found.end) == (datetime(2027, 2, 1), datetime(2027, 3, 1))
+    (found,) = mentioned_ranges("Anselm and I moved the March trip to Piran.", said)
+    assert (found.start, found.end) == (datetime(2027, 3, 1), datetime(2027, 4, 1))

@@ -42,8 +42,8 @@ from smartsearch_mcp.types import ConfigError, Turn, TurnInput
 
 ROOT = Path(__file__).parents[1]
 COUNTER = get_token_counter("o200k_base")
-PORTO = "We decided to book an Airbnb in Porto near Ribeira for February 12 to 19."
-PROMPT = "Which dates do we have the Airbnb in Porto? I'm booking flights."
+FLAT = "We rented a flat in Piran by Tartini Square for March 4 to 10."
+PROMPT = "Which dates do we have the flat in Piran? I'm booking the bus."
 
 
 def _passage(turn_id: int, text: str, confidence: float, **fields: Any) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def _passage(turn_id: int, text: str, confidence: float, **fields: Any) -> dict[
         "id": turn_id,
         "session_id": "past",
         "namespace": "proj",
-        "speaker": "Dana",
+        "speaker": "Wren",
         "role": "user",
         "text": text,
         "timestamp": "2026-11-25T20:30:00",
@@ -70,23 +70,23 @@ def _chosen(recalled: dict[str, Any], prompt: str = PROMPT, shared: int = 2) -> 
 
 
 def test_a_confident_passage_sharing_words_with_the_prompt_is_chosen():
-    assert _chosen(_recalled(_passage(1, PORTO, 0.6))) == [1]
+    assert _chosen(_recalled(_passage(1, FLAT, 0.6))) == [1]
 
 
 def test_unsure_passages_and_passages_sharing_no_word_with_the_prompt_are_left_out():
     recalled = _recalled(
-        _passage(1, PORTO, 0.29),
-        _passage(2, "The vet said it's a sprained paw, two weeks of rest.", 0.9),
+        _passage(1, FLAT, 0.29),
+        _passage(2, "The vet said it's a cracked tooth, soft food for ten days.", 0.9),
     )
     assert _chosen(recalled) == []
 
 
 def test_turns_of_another_namespace_or_of_the_current_session_are_never_chosen():
     recalled = _recalled(
-        _passage(1, PORTO, 0.9, namespace="global"),
-        _passage(2, PORTO, 0.9, namespace="other-project"),
+        _passage(1, FLAT, 0.9, namespace="global"),
+        _passage(2, FLAT, 0.9, namespace="other-project"),
         _passage(3, PROMPT, 1.0, session_id="claude-code:now"),
-        _passage(4, PORTO, 0.8),
+        _passage(4, FLAT, 0.8),
     )
     assert _chosen(recalled) == [4]
 
@@ -99,24 +99,24 @@ def test_one_shared_word_is_not_enough_however_sure_the_ranking():
 
 
 def test_a_prompt_of_stopwords_only_chooses_nothing():
-    assert _chosen(_recalled(_passage(1, "what about that?", 1.0)), "what about that?") == []
+    assert _chosen(_recalled(_passage(1, "so what about it?", 1.0)), "so what about it?") == []
 
 
 def _injected(turn_id: int, text: str) -> InjectedPassage:
-    return InjectedPassage(turn_id, "past", "2026-11-25T20:30:00", "Dana", text, 0.8, 2)
+    return InjectedPassage(turn_id, "past", "2026-11-25T20:30:00", "Wren", text, 0.8, 2)
 
 
 def test_the_injected_text_is_a_header_then_dated_passages_with_their_turn_ids():
-    text, kept = render_injection([_injected(7, PORTO)], COUNTER, 400)
+    text, kept = render_injection([_injected(7, FLAT)], COUNTER, 400)
     assert [p.id for p in kept] == [7]
-    assert text.splitlines() == [HEADER, f"- [2026-11-25 20:30] Dana #7: {PORTO}"]
+    assert text.splitlines() == [HEADER, f"- [2026-11-25 20:30] Wren #7: {FLAT}"]
 
 
 def test_passages_beyond_the_budget_are_left_out_and_a_long_first_one_is_cut():
-    many = [_injected(i, f"{PORTO} Note {i}.") for i in range(1, 30)]
+    many = [_injected(i, f"{FLAT} Note {i}.") for i in range(1, 30)]
     text, kept = render_injection(many, COUNTER, 200)
     assert 0 < len(kept) < len(many) and COUNTER.count(text) <= 200
-    long = _injected(1, "Porto " * 2000)
+    long = _injected(1, "Piran " * 2000)
     text, kept = render_injection([long], COUNTER, 120)
     assert [p.id for p in kept] == [1] and COUNTER.count(text) <= 120
     assert text.endswith("…")
@@ -159,12 +159,12 @@ def test_an_injection_says_why_nothing_was_injected():
     config = Config()
 
     def recall() -> tuple[dict[str, Any], str]:
-        return _recalled(_passage(1, "The vet said it's a sprained paw.", 0.9)), "server"
+        return _recalled(_passage(1, "The vet said it's a cracked tooth.", 0.9)), "server"
 
     nothing = build_injection(recall, PROMPT, "proj", None, config, COUNTER)
     assert (nothing.text, nothing.reason, nothing.source) == ("", "not confident", "server")
     found = build_injection(
-        lambda: (_recalled(_passage(1, PORTO, 0.9)), "server"),
+        lambda: (_recalled(_passage(1, FLAT, 0.9)), "server"),
         PROMPT,
         "proj",
         None,
@@ -196,7 +196,7 @@ def test_a_tokenizer_that_fails_to_load_injects_nothing():
         raise RuntimeError("no vocabulary")
 
     pending = PendingInjection(
-        TimedWork(lambda: (_recalled(_passage(1, PORTO, 0.9)), "server")),
+        TimedWork(lambda: (_recalled(_passage(1, FLAT, 0.9)), "server")),
         broken,
         PROMPT,
         "proj",
@@ -222,7 +222,7 @@ def test_inject_settings_are_checked_naming_the_key():
 async def _remember(db: Path, namespace: str, session: str, texts: list[str]) -> list[int]:
     store = await SQLiteStore.open(db)
     try:
-        turns = [TurnInput(t, "Dana", "user", "2026-11-25T20:30:00") for t in texts]
+        turns = [TurnInput(t, "Wren", "user", "2026-11-25T20:30:00") for t in texts]
         return (await store.remember(namespace, session, turns)).ids
     finally:
         await store.close()
@@ -289,15 +289,15 @@ def test_the_hook_stores_the_prompt_then_injects_the_past_turn_of_this_project_o
     tmp_path: Path, hook_env: dict[str, str]
 ):
     db = Path(hook_env["SMARTSEARCH_DB"])
-    [porto] = anyio.run(_remember, db, "proj", "past", [PORTO])
-    anyio.run(_remember, db, "other", "past", [PORTO.replace("Porto", "Porto (other)")])
+    [flat] = anyio.run(_remember, db, "proj", "past", [FLAT])
+    anyio.run(_remember, db, "other", "past", [FLAT.replace("Piran", "Piran (other)")])
     # what is injected, not how fast: a loaded machine may take longer than the default limit
     done = _hook(hook_env, PROMPT, "--config", _config(tmp_path, "time_limit_s = 60"))
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     lines = context.splitlines()
     assert lines[0] == HEADER
-    assert lines[1:] == [f"- [2026-11-25 20:30] Dana #{porto}: {PORTO}"]
+    assert lines[1:] == [f"- [2026-11-25 20:30] Wren #{flat}: {FLAT}"]
     stored = anyio.run(_stored, db)
     assert [t.text for t in stored if t.session_id == "claude-code:now"] == [PROMPT]
 
@@ -307,16 +307,16 @@ def test_an_unrelated_prompt_or_no_inject_prints_nothing_and_still_stores(
     tmp_path: Path, hook_env: dict[str, str]
 ):
     db = Path(hook_env["SMARTSEARCH_DB"])
-    anyio.run(_remember, db, "proj", "past", [PORTO])
+    anyio.run(_remember, db, "proj", "past", [FLAT])
     for prompt, options in (
-        ("write a haiku about autumn", ()),
+        ("write a limerick about a lighthouse keeper", ()),
         (PROMPT, ("--no-inject",)),
         (PROMPT, ("--config", _config(tmp_path, "enabled = false"))),
     ):
         done = _hook(hook_env, prompt, *options, session=f"s-{len(options)}")
         assert (done.returncode, done.stdout) == (0, ""), done.stderr
     stored = [t.text for t in anyio.run(_stored, db)]
-    assert stored.count(PROMPT) == 2 and "write a haiku about autumn" in stored
+    assert stored.count(PROMPT) == 2 and "write a limerick about a lighthouse keeper" in stored
 
 
 @pytest.mark.slow
@@ -324,7 +324,7 @@ def test_a_recall_over_the_time_limit_prints_nothing_after_storing(
     tmp_path: Path, hook_env: dict[str, str]
 ):
     db = Path(hook_env["SMARTSEARCH_DB"])
-    anyio.run(_remember, db, "proj", "past", [PORTO])
+    anyio.run(_remember, db, "proj", "past", [FLAT])
     config = _config(tmp_path, "time_limit_s = 0.05")
     done = _hook(hook_env, PROMPT, "--config", config)
     assert (done.returncode, done.stdout) == (0, ""), done.stderr
@@ -337,9 +337,9 @@ def test_a_locked_corrupt_or_huge_case_exits_0_with_nothing_printed(
     tmp_path: Path, hook_env: dict[str, str]
 ):
     db = Path(hook_env["SMARTSEARCH_DB"])
-    anyio.run(_remember, db, "proj", "past", [PORTO])
+    anyio.run(_remember, db, "proj", "past", [FLAT])
     config = _config(tmp_path, "")
-    huge = _hook(hook_env, "Porto Airbnb dates? " + "word " * 200_000, "--config", config)
+    huge = _hook(hook_env, "Piran flat dates? " + "word " * 200_000, "--config", config)
     assert huge.returncode == 0, huge.stderr
     locker = sqlite3.connect(db)
     try:
@@ -424,7 +424,7 @@ def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the
     # The hook process stores the prompt and renders the server's answer: it imports neither
     # the recall pipeline nor numpy, pydantic, a model library or the benchmarks' loaders.
     db = Path(hook_env["SMARTSEARCH_DB"])
-    anyio.run(_remember, db, "proj", "past", [PORTO])
+    anyio.run(_remember, db, "proj", "past", [FLAT])
     heavy = (
         "numpy",
         "pydantic",
@@ -444,7 +444,7 @@ def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the
     )
     payload = json.dumps({"session_id": "now", "cwd": str(ROOT), "prompt": PROMPT})
     runtime = Path(hook_env["SMARTSEARCH_RUNTIME_DIR"])
-    with _answering_server(db, runtime, [_passage(7, PORTO, 0.9)]) as requests:
+    with _answering_server(db, runtime, [_passage(7, FLAT, 0.9)]) as requests:
         done = subprocess.run(
             [sys.executable, "-c", probe],
             input=payload,
@@ -456,7 +456,7 @@ def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the
         )
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert context.splitlines()[1:] == [f"- [2026-11-25 20:30] Dana #7: {PORTO}"]
+    assert context.splitlines()[1:] == [f"- [2026-11-25 20:30] Wren #7: {FLAT}"]
     assert [r["query"] for r in requests] == [PROMPT]
     assert PROMPT in [t.text for t in anyio.run(_stored, db)]
 
@@ -466,13 +466,13 @@ def test_with_a_server_answering_a_prompt_that_cannot_be_stored_prints_nothing(
     tmp_path: Path, hook_env: dict[str, str]
 ):
     db = Path(hook_env["SMARTSEARCH_DB"])
-    anyio.run(_remember, db, "proj", "past", [PORTO])
+    anyio.run(_remember, db, "proj", "past", [FLAT])
     config = _config(tmp_path, "")
     runtime = Path(hook_env["SMARTSEARCH_RUNTIME_DIR"])
     locker = sqlite3.connect(db)
     try:
         locker.execute("BEGIN EXCLUSIVE")
-        with _answering_server(db, runtime, [_passage(7, PORTO, 0.9)]):
+        with _answering_server(db, runtime, [_passage(7, FLAT, 0.9)]):
             locked = _hook(hook_env, PROMPT, "--config", config, session="locked")
     finally:
         locker.rollback()

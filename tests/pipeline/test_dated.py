@@ -29,10 +29,10 @@ FEBRUARY = DateRange(datetime(2026, 2, 1), datetime(2026, 3, 1), "February", rec
 
 def test_a_passage_said_in_the_range_or_naming_a_date_in_it_is_inside() -> None:
     window = DateWindow.of(LAST_WEEK)
-    said = make_passage(1, "Biscuit is running again.", timestamp="2026-11-25T20:30:00Z")
+    said = make_passage(1, "Pilchard is eating again.", timestamp="2026-11-25T20:30:00Z")
     named = make_passage(2, "The vet visit is on November 24th.", timestamp="2026-11-02T09:00")
-    relative = make_passage(3, "We went hiking last week, so fun!", timestamp="2026-12-02T10:00")
-    before = make_passage(4, "Biscuit is limping.", timestamp="2026-11-05T08:40:00Z")
+    relative = make_passage(3, "We went kayaking last week, so fun!", timestamp="2026-12-02T10:00")
+    before = make_passage(4, "Pilchard is off his food.", timestamp="2026-11-05T08:40:00Z")
     after = make_passage(5, "The vet said it healed.", timestamp="2026-11-30T09:00:00Z")
     assert [window.holds(p) for p in (said, named, relative, before, after)] == [
         True,
@@ -57,8 +57,8 @@ def test_relative_dates_are_read_only_in_turns_said_near_the_range() -> None:
     )
     # a season or a month is named "last summer" / "last May" most of a year later
     summer = DateRange(datetime(2022, 6, 1), datetime(2022, 9, 1), "summer 2022")
-    bogota = make_passage(4, "A picture from last summer in Bogota.", timestamp="2023-02-04T09:48")
-    assert DateWindow.of(summer).holds(bogota)
+    riga = make_passage(4, "A photo from last summer in Riga.", timestamp="2023-02-04T09:48")
+    assert DateWindow.of(summer).holds(riga)
 
 
 WORDS = st.sampled_from(
@@ -122,8 +122,8 @@ def test_a_week_across_two_months_is_named_by_either() -> None:
 
 
 def test_a_month_without_a_year_is_tried_again_a_year_later() -> None:
-    said = make_passage(1, "Booked Porto for February 12 to 19.", timestamp="2026-11-25T20:30")
-    other = make_passage(2, "Biscuit is running again.", timestamp="2026-11-25T20:32")
+    said = make_passage(1, "Booked the ferry for February 3 to 9.", timestamp="2026-11-25T20:30")
+    other = make_passage(2, "Pilchard is eating again.", timestamp="2026-11-25T20:32")
     assert [w.span.start.year for w in windows_of(FEBRUARY)] == [2026, 2027]
     lowered = [said.text.lower(), other.text.lower()]
     dated = inside_window([said, other], lowered, FEBRUARY)
