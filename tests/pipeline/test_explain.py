@@ -115,18 +115,18 @@ async def test_an_adjustment_that_moves_a_passage_is_recorded_with_its_scores(st
         "ns",
         "chat",
         [
-            TurnInput("I set work-free Sundays starting May 5.", role="user"),
+            TurnInput("I blocked meeting-free Fridays starting June 6.", role="user"),
             TurnInput(
-                "Work-free Sundays are a great boundary! To keep work-free Sundays, plan "
-                "Sundays ahead and tell your team about your work-free Sundays.",
+                "Meeting-free Fridays are a great habit! To keep meeting-free Fridays, decline "
+                "Fridays invites early and tell your team about your meeting-free Fridays.",
                 role="assistant",
             ),
         ],
     )
     config = _config(scorers=["cross_encoder"], adjust=["reply_credit"])
-    models = GivenModels({"cross_encoder": KeywordScorer("c", "sundays")})
+    models = GivenModels({"cross_encoder": KeywordScorer("c", "fridays")})
     pipeline = RecallPipeline(store, config, models)  # type: ignore[arg-type]
-    result = await pipeline.recall("work-free Sundays", SCOPE, 500, explain=True)
+    result = await pipeline.recall("meeting-free Fridays", SCOPE, 500, explain=True)
     assert result.explanation is not None
     user = next(p for p in result.explanation.passages if p.passage.turn.role == "user")
     (step,) = user.adjustments

@@ -136,21 +136,21 @@ async def test_reply_credit_puts_the_users_turn_ahead_of_the_assistant_reply_ech
         "ns",
         "chat",
         [
-            TurnInput("I set work-free Sundays starting May 5.", role="user"),
+            TurnInput("I blocked meeting-free Fridays starting June 6.", role="user"),
             TurnInput(
-                "Work-free Sundays are a great boundary! To keep work-free Sundays, plan "
-                "Sundays ahead and tell your team about your work-free Sundays.",
+                "Meeting-free Fridays are a great habit! To keep meeting-free Fridays, decline "
+                "Fridays invites early and tell your team about your meeting-free Fridays.",
                 role="assistant",
             ),
             TurnInput("Any tips for a quiet morning?", role="user"),
         ],
     )
-    sundays = KeywordScorer("cross_encoder", "sundays")
+    fridays = KeywordScorer("cross_encoder", "fridays")
 
     async def first_turn(adjust: list[str]) -> str:
         config = _config(rank={"scorers": ["cross_encoder"], "adjust": adjust})
-        pipeline = RecallPipeline(store, config, GivenModels({"cross_encoder": sundays}))  # type: ignore[arg-type]
-        result = await pipeline.recall("work-free Sundays", SCOPE, 500)
+        pipeline = RecallPipeline(store, config, GivenModels({"cross_encoder": fridays}))  # type: ignore[arg-type]
+        result = await pipeline.recall("meeting-free Fridays", SCOPE, 500)
         return result.passages[0].candidate.passage.turn.role
 
     assert await first_turn([]) == "assistant"
