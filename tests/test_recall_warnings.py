@@ -14,13 +14,13 @@ from smartsearch_mcp.types import TurnInput
 pytestmark = pytest.mark.anyio
 
 LEXICAL = Config.load("lexical")
-LONG = "The quarterly planning offsite moved to the lake house in Sigtuna, " * 12
+LONG = "The quarterly planning offsite moved to a guesthouse in Hallstatt, " * 12
 
 
 async def test_a_budget_too_small_for_the_best_passage_says_so(tmp_path: Path) -> None:
     memory = await Memory.open(LEXICAL, tmp_path / "m.db", "default")
     try:
-        await memory.remember([TurnInput(speaker="Kai", text=LONG, timestamp="2026-11-02")])
+        await memory.remember([TurnInput(speaker="Tove", text=LONG, timestamp="2026-11-02")])
         result = await memory.recall("Where is the planning offsite?", max_tokens=16)
     finally:
         await memory.close()

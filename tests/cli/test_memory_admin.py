@@ -24,7 +24,7 @@ def test_stats_reports_turns_per_namespace(env, capsys):
 
 def test_remember_stores_a_note_that_recall_then_finds(env, capsys, monkeypatch):
     args = ["--namespace", "work"]
-    assert main(["remember", "The staging database is Postgres 16.", *args]) == 0
+    assert main(["remember", "The reporting database is MariaDB 11.", *args]) == 0
     assert "Remembered as turn 1 in namespace 'work'" in capsys.readouterr().out
     monkeypatch.setattr("sys.stdin", io.StringIO("Standup moved to 9:30.\n"))
     assert main(["remember", "--speaker", "Ana", "--session-id", "s1", "--json", *args]) == 0
@@ -33,9 +33,9 @@ def test_remember_stores_a_note_that_recall_then_finds(env, capsys, monkeypatch)
     monkeypatch.setattr("sys.stdin", io.StringIO("Standup moved to 9:30.\n"))
     assert main(["remember", "-", "--speaker", "Ana", "--session-id", "s1", *args]) == 0
     assert "Already stored as turn 2" in capsys.readouterr().out
-    assert main(["recall", "which database is staging on?", "--json", *args]) == 0
+    assert main(["recall", "which database does reporting use?", "--json", *args]) == 0
     passages = json.loads(capsys.readouterr().out)["passages"]
-    assert passages[0]["text"] == "The staging database is Postgres 16."
+    assert passages[0]["text"] == "The reporting database is MariaDB 11."
     assert main(["timeline", "--json", *args]) == 0
     turns = json.loads(capsys.readouterr().out)["turns"]
     assert [(t["speaker"], t["text"]) for t in turns][-1] == ("Ana", "Standup moved to 9:30.")

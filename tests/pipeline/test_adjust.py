@@ -23,9 +23,13 @@ from smartsearch_mcp.stages import ADJUSTMENT_NAMES, ADJUSTMENTS
 from smartsearch_mcp.types import Candidate, Passage, Scored
 
 NOW = datetime(2026, 11, 30, 12, 0)
-WORDS = ["port", "9090", "8080", "moved", "to", "the", "api", "launch", "December", "9"]
-WORDS += ["budget", "$48k", "switched", "vendor", "ok", "thanks", "use", "instead", "trip"]
-QUESTIONS = ["What port does the API use?", "When is the launch?", "What did we say last week?"]
+WORDS = ["port", "5173", "4321", "moved", "to", "the", "app", "opening", "December", "10"]
+WORDS += ["grant", "$52k", "switched", "vendor", "ok", "thanks", "use", "instead", "trip"]
+QUESTIONS = [
+    "What port does the web app use?",
+    "When is the opening?",
+    "What did we say last week?",
+]
 LOWERS = {"echo_discount", "slice_discount"}  # never raise a score
 RAISES = {"session_support", "burst_credit", "reply_credit", "time_range"}  # never lower one
 
@@ -46,7 +50,7 @@ def rankings(draw: st.DrawFn) -> list[Scored]:
             text,
             session_id=draw(st.sampled_from(["a", "b"])),
             role=role,
-            speaker="Dana" if role == "user" else None,
+            speaker="Wren" if role == "user" else None,
             timestamp=clock.isoformat(timespec="seconds"),
         )
         slices = [(0, len(text))]

@@ -38,8 +38,8 @@ def _passages(turns: list[Turn]) -> list[Passage]:
 
 CHAT = [
     _turn(0, "Ann", "omg", "2026-03-02T18:00:05"),
-    _turn(1, "Ann", "just got the job", "2026-03-02T18:00:09"),
-    _turn(2, "Ann", "starting monday at the harbour office", "2026-03-02T18:00:20"),
+    _turn(1, "Ann", "the flat is ours", "2026-03-02T18:00:09"),
+    _turn(2, "Ann", "keys from the agent on thursday", "2026-03-02T18:00:20"),
     _turn(3, "Bo", "no way!! congrats", "2026-03-02T18:01:00"),
     _turn(4, "Bo", "drinks friday?", "2026-03-02T18:01:04"),
     _turn(5, "Bo", "or saturday", "2026-03-02T19:30:00"),  # an hour and a half later
@@ -66,7 +66,7 @@ def test_without_a_gap_setting_every_message_stands_alone() -> None:
 
 
 def test_a_burst_ends_at_the_end_of_its_session_and_at_the_word_limit() -> None:
-    other = _turn(1, "Ann", "just got the job", "2026-03-02T18:00:09", session="s2")
+    other = _turn(1, "Ann", "the flat is ours", "2026-03-02T18:00:09", session="s2")
     groups = burst_groups(_passages([CHAT[0], other]), seconds=300, max_words=160)
     assert groups[0] != groups[1]
     capped = burst_groups(_passages(CHAT[:3]), seconds=300, max_words=5)
@@ -92,7 +92,7 @@ def test_a_burst_is_ranked_together_just_below_its_best_message_in_their_own_ord
 
 def test_a_burst_message_lifted_by_its_best_is_as_certain_as_it() -> None:
     # truncation stops at the first passage well below the best's confidence: a lifted "omg"
-    # that kept its own would cut the recall short right under "just got the job"
+    # that kept its own would cut the recall short right under "the flat is ours"
     items = [
         dataclasses.replace(item, confidence=sure)
         for item, sure in zip(
@@ -118,7 +118,7 @@ async def test_a_question_matching_words_spread_over_a_burst_recalls_the_whole_b
             "s1",
             [
                 TurnInput(t.text, t.speaker, timestamp=t.timestamp)
-                for t in [*CHAT, _turn(6, "Ann", "the new job offer fell through", "2026-03-09")]
+                for t in [*CHAT, _turn(6, "Ann", "lost the keys to the old flat", "2026-03-09")]
             ],
         )
 
@@ -130,12 +130,12 @@ async def test_a_question_matching_words_spread_over_a_burst_recalls_the_whole_b
                 rank={"scorers": ["lexical"], "adjust": ["burst_credit"]},
             )
             pipeline = RecallPipeline(store, config, GivenModels())  # type: ignore[arg-type]
-            ranking = await pipeline.rank("When does Ann start the new job?", SCOPE)
+            ranking = await pipeline.rank("When does Ann get the keys to the flat?", SCOPE)
             return [item.candidate.passage.text for item in ranking.scored[:3]]
 
         together = await first_three(300)
-        assert set(together) == {"omg", "just got the job", "starting monday at the harbour office"}
+        assert set(together) == {"omg", "the flat is ours", "keys from the agent on thursday"}
         alone = await first_three(0)  # each message alone matches less than the distractor
-        assert alone[0] == "the new job offer fell through"
+        assert alone[0] == "lost the keys to the old flat"
     finally:
         await store.close()
