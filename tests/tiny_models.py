@@ -18,29 +18,29 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]", "[u
 WORDS = [
     "a", "an", "and", "at", "did", "do", "does", "for", "from", "had", "has", "have", "he",
     "her", "his", "i", "in", "is", "it", "last", "live", "lives", "loves", "march", "may",
-    "melanie", "moved", "my", "of", "on", "painting", "paris", "she", "the", "to", "was",
-    "went", "when", "where", "who", "with", "you", "caroline", "dog", "cat", "hiking", "book",
-    "music", "june", "july", "yesterday", "sweden", "berlin", "friend", "support", "group",
-    "adoption", "agency", "camping", "beach", "pottery", "guitar", "concert", "?", ".", ",",
+    "tobias", "moved", "my", "of", "on", "painting", "paris", "she", "the", "to", "was",
+    "went", "when", "where", "who", "with", "you", "margaret", "dog", "cat", "hiking", "book",
+    "music", "june", "july", "yesterday", "sweden", "berlin", "friend", "reading", "club",
+    "rental", "office", "sailing", "coast", "weaving", "guitar", "concert", "?", ".", ",",
 ]
 # fmt: on
 VOCAB = SPECIAL_TOKENS + WORDS
 
-RANKING_QUERY = "where did caroline move"
+RANKING_QUERY = "where did margaret move"
 # Twelve texts of different lengths and overlaps with the query, so that the random tiny
 # models spread their scores and a ranking means something.
 RANKING_TEXTS = [
-    "caroline moved to paris in june",
-    "melanie loves painting and pottery",
+    "margaret moved to paris in june",
+    "tobias loves painting and weaving",
     "the dog went hiking yesterday",
-    "she went to a support group with her friend",
+    "she went to a reading club with her friend",
     "my friend has a guitar",
-    "caroline moved to sweden",
-    "when did melanie go camping at the beach",
-    "caroline",
+    "margaret moved to sweden",
+    "when did tobias go sailing at the coast",
+    "margaret",
     "the concert in berlin was in july",
     "he loves music and a book",
-    "where is the adoption agency",
+    "where is the rental office",
     "did you move to paris or to berlin in march",
 ]
 

@@ -99,13 +99,13 @@ def test_the_parts_unpack_into_a_checked_folder_that_loads_like_the_original(
     assert (path / archived.VERIFIED_MARKER).is_file()
     assert not (path / "desktop.ini").exists()
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]  # no temp folders
-    texts = ["Caroline moved to Paris in May.", "She loves pottery."]
+    texts = ["Margaret moved to Paris in May.", "She loves weaving."]
     unpacked = BiEncoderScorer.load(location)
     original = BiEncoderScorer.load(
         resolve_model(str(tiny_models.sentence_transformer), label="Bi-encoder")
     )
-    assert unpacked.score("Where does Caroline live?", texts) == pytest.approx(
-        original.score("Where does Caroline live?", texts)
+    assert unpacked.score("Where does Margaret live?", texts) == pytest.approx(
+        original.score("Where does Margaret live?", texts)
     )
     # cached embeddings are keyed by the hub id, the same as for the hub's copy
     assert model_identity(location) == split_model.hub_id

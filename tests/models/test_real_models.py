@@ -45,8 +45,8 @@ def test_the_packaged_minilm_ranks_by_meaning(minilm_registry: ModelRegistry) ->
     assert bi_encoder is not None
 
     scores = bi_encoder.score(
-        "Where did Caroline move to?",
-        ["The stock market fell on Tuesday.", "Caroline relocated to Sweden last year."],
+        "Where did Margaret move to?",
+        ["The stock market fell on Tuesday.", "Margaret relocated to Sweden last year."],
     )
 
     assert scores[1] > scores[0] + 0.2

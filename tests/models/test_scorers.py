@@ -22,14 +22,14 @@ from smartsearch_mcp.models import (
 )
 
 KINDS = ["cross_encoder", "colbert", "bi_encoder"]
-QUERY = "where did caroline move"
+QUERY = "where did margaret move"
 TEXTS = [
-    "caroline moved to paris in june",
-    "melanie loves painting and pottery",
+    "margaret moved to paris in june",
+    "tobias loves painting and weaving",
     "the dog went hiking yesterday",
-    "she went to a support group",
+    "she went to a reading club",
     "my friend has a guitar",
-    "caroline moved to sweden",
+    "margaret moved to sweden",
     "",
 ]
 
@@ -98,7 +98,7 @@ def test_threads_scoring_at_once_get_the_same_scores_as_one_thread(
 def test_a_text_longer_than_the_model_limit_is_truncated_not_an_error(
     tiny_scorers: dict[str, Any], kind: str
 ) -> None:
-    long_text = " ".join(["caroline moved to paris"] * 200)  # 800 tokens, limit is 128
+    long_text = " ".join(["margaret moved to paris"] * 200)  # 800 tokens, limit is 128
 
     [score] = tiny_scorers[kind].score(QUERY, [long_text])
 

@@ -25,8 +25,8 @@ from smartsearch_mcp.models.splade import (
 
 TEXTS = [
     "I adopted a dog in march.",
-    "She went camping at the beach with a friend.",
-    "Caroline loves pottery and music.",
+    "She went sailing at the coast with a friend.",
+    "Margaret loves weaving and music.",
     "the",
 ]
 QUERY = "who has a dog?"

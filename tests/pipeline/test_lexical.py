@@ -62,23 +62,23 @@ def score(terms: list[WeightedTerm], text: str) -> float:
 
 
 def test_matching_sums_the_weights_of_distinct_matched_terms() -> None:
-    terms = [entity("caroline"), word("support", 1.25), word("group", 1.25)]
-    assert score(terms, "Caroline went to her support group.") == 5.5
-    assert score(terms, "Melanie went home.") == 0.0
+    terms = [entity("margaret"), word("book", 1.25), word("club", 1.25)]
+    assert score(terms, "Margaret went to her book club.") == 5.5
+    assert score(terms, "Tobias went home.") == 0.0
 
 
 def test_matching_is_case_insensitive_and_respects_word_boundaries() -> None:
-    terms = [entity("caroline")]
-    assert score(terms, "CAROLINE said hi") == 3.0
-    assert score(terms, "that is Caroline's") == 3.0
-    assert score(terms, "the Carolines") == 0.0
-    assert score(terms, "xcaroline") == 0.0
+    terms = [entity("margaret")]
+    assert score(terms, "MARGARET said hi") == 3.0
+    assert score(terms, "that is Margaret's") == 3.0
+    assert score(terms, "the Margarets") == 0.0
+    assert score(terms, "xmargaret") == 0.0
 
 
 def test_repeated_terms_get_a_small_sublinear_bonus() -> None:
-    terms = [entity("caroline")]
-    assert score(terms, "Caroline and Caroline") == pytest.approx(3.0 * (1 + 0.1 * math.log(2)))
-    many = " ".join(["caroline"] * 100)
+    terms = [entity("margaret")]
+    assert score(terms, "Margaret and Margaret") == pytest.approx(3.0 * (1 + 0.1 * math.log(2)))
+    many = " ".join(["margaret"] * 100)
     assert score(terms, many) == pytest.approx(3.0 * (1 + REPEAT_BONUS * math.log(REPEAT_CAP)))
 
 
@@ -101,8 +101,8 @@ def test_exact_terms_do_not_match_inflections() -> None:
 
 def test_a_word_and_its_variant_count_once_at_the_best_weight() -> None:
     terms = [word("painted", 1.25), word("paint", 1.0, group="painted")]
-    assert score(terms, "She painted a lake") == 1.25
-    assert score(terms, "She paints lakes") == 1.0
+    assert score(terms, "She painted a barn") == 1.25
+    assert score(terms, "She paints barns") == 1.0
 
 
 def test_a_full_entity_phrase_scores_on_top_of_its_words() -> None:
@@ -133,21 +133,21 @@ def test_an_empty_matcher_scores_zero() -> None:
 
 
 def test_compile_terms_takes_an_analysis() -> None:
-    analysis = analyze_query("What did Melanie paint?", None, REFERENCE)
+    analysis = analyze_query("What did Tobias paint?", None, REFERENCE)
     matcher = compile_terms(analysis)
     assert matcher.terms == analysis.terms
-    assert matcher.score("Melanie painted a sunset") == 3.0 + 1.25
+    assert matcher.score("Tobias painted a lighthouse") == 3.0 + 1.25
 
 
 def test_matched_lists_the_terms_found() -> None:
-    terms = [entity("caroline"), word("support"), word("group")]
-    assert compile_terms(terms).matched("the support of Caroline") == terms[:2]
+    terms = [entity("margaret"), word("book"), word("club")]
+    assert compile_terms(terms).matched("the book of Margaret") == terms[:2]
 
 
 def test_term_pattern_puts_the_literal_first() -> None:
-    assert term_pattern(entity("caroline")) == (
-        "caroline",
-        r"caroline(?<!\wcaroline)(?!\w)",
+    assert term_pattern(entity("margaret")) == (
+        "margaret",
+        r"margaret(?<!\wmargaret)(?!\w)",
     )
     assert term_pattern(word("bake")) == (
         "bak",
@@ -178,7 +178,7 @@ def test_matching_agrees_with_a_word_counting_oracle(words: list[str], text: str
 
 HOSTILE = st.sampled_from(
     ['"', "*", "NEAR", "AND", "OR", "NOT", "(", ")", "\x00", "\ud800", "😀", "שלום", "\u202e",
-     "Caroline's", "New York", "painted", "3.5", "3", "\\", "[", "]", "?", "+", "|", "$", "^"]
+     "Margaret's", "New York", "painted", "3.5", "3", "\\", "[", "]", "?", "+", "|", "$", "^"]
 )  # fmt: skip
 ANY_TEXT = st.one_of(
     st.text(max_size=200),
@@ -222,14 +222,14 @@ def test_any_term_text_compiles_and_scores(terms: list[str], text: str) -> None:
 # --- pseudo-relevance feedback ------------------------------------------------------------------
 
 TOP = [
-    "Melanie painted a sunset at the lake",
-    "Melanie loves the lake and sunset colors",
-    "the lake trip with Melanie",
+    "Tobias painted a lighthouse at the harbour",
+    "Tobias loves the harbour and lighthouse colors",
+    "the harbour trip with Tobias",
 ]
 OTHERS = [
-    "we swam in the lake",
-    "the lake was cold",
-    "lake house plans",
+    "we swam in the harbour",
+    "the harbour was cold",
+    "harbour house plans",
     "dinner at home",
     "work was busy",
     "a quiet weekend",
@@ -238,33 +238,33 @@ OTHERS = [
 
 
 def test_prf_prefers_words_common_in_top_hits_and_rare_in_the_corpus() -> None:
-    analysis = analyze_query("What did Melanie paint?", None, REFERENCE)
+    analysis = analyze_query("What did Tobias paint?", None, REFERENCE)
     corpus = CorpusStats.from_texts(TOP + OTHERS)
     terms = select_prf_terms(analysis, TOP, corpus, n_terms=5)
-    sunset = 2 / 3 * math.log(1 + (10 - 2 + 0.5) / (2 + 0.5))
-    lake = 3 / 3 * math.log(1 + (10 - 6 + 0.5) / (6 + 0.5))  # in all 3 top texts, 6 overall
+    lighthouse = 2 / 3 * math.log(1 + (10 - 2 + 0.5) / (2 + 0.5))
+    harbour = 3 / 3 * math.log(1 + (10 - 6 + 0.5) / (6 + 0.5))  # in all 3 top texts, 6 overall
     assert terms == [
-        WeightedTerm("sunset", 0.5, "prf"),
-        WeightedTerm("lake", round(0.5 * (0.5 + 0.5 * lake / sunset), 4), "prf"),
+        WeightedTerm("lighthouse", 0.5, "prf"),
+        WeightedTerm("harbour", round(0.5 * (0.5 + 0.5 * harbour / lighthouse), 4), "prf"),
     ]
 
 
 def test_prf_skips_query_words_their_stems_and_stopwords() -> None:
-    analysis = analyze_query("What did Melanie paint?", None, REFERENCE)
+    analysis = analyze_query("What did Tobias paint?", None, REFERENCE)
     terms = select_prf_terms(analysis, TOP, CorpusStats.from_texts(TOP + OTHERS), n_terms=20)
     chosen = {t.term for t in terms}
-    assert not chosen & {"melanie", "painted", "the", "and", "with", "at"}
+    assert not chosen & {"tobias", "painted", "the", "and", "with", "at"}
 
 
 def test_prf_with_one_or_two_top_texts_accepts_words_seen_once() -> None:
-    analysis = analyze_query("Melanie", None, REFERENCE)
+    analysis = analyze_query("Tobias", None, REFERENCE)
     terms = select_prf_terms(analysis, TOP[:1], CorpusStats.from_texts(TOP + OTHERS), 2)
-    assert [t.term for t in terms] == ["painted", "sunset"]
+    assert [t.term for t in terms] == ["painted", "lighthouse"]
     assert terms[0].weight == 0.5 and terms[1].weight < 0.5
 
 
 def test_prf_returns_nothing_without_top_texts_or_terms() -> None:
-    analysis = analyze_query("Melanie", None, REFERENCE)
+    analysis = analyze_query("Tobias", None, REFERENCE)
     corpus = CorpusStats.from_texts(TOP)
     assert select_prf_terms(analysis, [], corpus, 5) == []
     assert select_prf_terms(analysis, TOP, corpus, 0) == []
@@ -288,19 +288,19 @@ def test_corpus_stats_of_a_large_corpus_are_estimated_from_an_even_sample() -> N
 # --- entity discovery -----------------------------------------------------------------------------
 
 HITS = [
-    "Caroline and Jon went to Paris.",
-    "Jon said Caroline was happy.",
-    "Melanie likes cats.",
-    "Jon and Caroline hiked in Denver.",
+    "Margaret and Jon went to Paris.",
+    "Jon said Margaret was happy.",
+    "Tobias likes cats.",
+    "Jon and Margaret hiked in Boise.",
 ]
 
 
 def test_discovery_ranks_co_occurring_entities_by_hit_count() -> None:
-    analysis = analyze_query("Where did Caroline's friend move?", None, REFERENCE)
+    analysis = analyze_query("Where did Margaret's friend move?", None, REFERENCE)
     assert find_entity_mentions(analysis, HITS, None, 5) == [
         EntityMention("Jon", "NAME", (0, 1, 3)),
         EntityMention("Paris", "NAME", (0,)),
-        EntityMention("Denver", "NAME", (3,)),
+        EntityMention("Boise", "NAME", (3,)),
     ]
     assert surface_forms(analysis, HITS, None, 2) == ["Jon", "Paris"]
 
@@ -320,15 +320,15 @@ FILLER = "We talked about the weather for a while and then about nothing much at
 
 
 def test_a_long_hit_is_read_for_entities_only_where_it_names_the_query_entity() -> None:
-    hit = FILLER * 10 + "Later Caroline flew to Lisbon with Bo. " + FILLER + "Marta came by."
+    hit = FILLER * 10 + "Later Margaret flew to Oslo with Bo. " + FILLER + "Marta came by."
     assert len(hit.split()) > NER_WHOLE_WORDS
-    analysis = analyze_query("Where did Caroline travel?", None, REFERENCE)
-    anchors = compile_terms([WeightedTerm("caroline", 1.0, "entity")])
-    assert anchor_sentences(hit, anchors) == "Later Caroline flew to Lisbon with Bo."
-    assert surface_forms(analysis, [hit], None, 10) == ["Lisbon", "Bo"]
-    short = "Caroline flew to Lisbon. Marta came by."  # read whole
+    analysis = analyze_query("Where did Margaret travel?", None, REFERENCE)
+    anchors = compile_terms([WeightedTerm("margaret", 1.0, "entity")])
+    assert anchor_sentences(hit, anchors) == "Later Margaret flew to Oslo with Bo."
+    assert surface_forms(analysis, [hit], None, 10) == ["Oslo", "Bo"]
+    short = "Margaret flew to Oslo. Marta came by."  # read whole
     assert anchor_sentences(short, anchors) == short
-    assert surface_forms(analysis, [short], None, 10) == ["Lisbon", "Marta"]
+    assert surface_forms(analysis, [short], None, 10) == ["Oslo", "Marta"]
 
 
 def test_a_long_hit_naming_the_entity_across_sentences_is_read_whole() -> None:
@@ -339,38 +339,38 @@ def test_a_long_hit_naming_the_entity_across_sentences_is_read_whole() -> None:
 
 
 def test_discovery_skips_entities_already_in_the_query() -> None:
-    analysis = analyze_query("Did Caroline meet Jon in Paris?", None, REFERENCE)
-    assert surface_forms(analysis, HITS, None, 10) == ["Denver"]
+    analysis = analyze_query("Did Margaret meet Jon in Paris?", None, REFERENCE)
+    assert surface_forms(analysis, HITS, None, 10) == ["Boise"]
 
 
 def test_discovery_skips_longer_and_shorter_forms_of_query_entities() -> None:
-    analysis = analyze_query("Where does Caroline work?", None, REFERENCE)
-    hits = ["Caroline Smith works at Acme with Caroline."]
-    assert surface_forms(analysis, hits, None, 5) == ["Acme"]
+    analysis = analyze_query("Where does Margaret work?", None, REFERENCE)
+    hits = ["Margaret Smith works at Fernhill with Margaret."]
+    assert surface_forms(analysis, hits, None, 5) == ["Fernhill"]
 
 
 def test_discovery_returns_nothing_for_no_hits_or_no_room() -> None:
-    analysis = analyze_query("Where did Caroline go?", None, REFERENCE)
+    analysis = analyze_query("Where did Margaret go?", None, REFERENCE)
     assert surface_forms(analysis, [], None, 5) == []
     assert surface_forms(analysis, HITS, None, 0) == []
 
 
 def test_discovery_with_spacy_finds_named_entities(nlp: Any) -> None:
-    analysis = analyze_query("Where did Caroline travel?", nlp, REFERENCE)
+    analysis = analyze_query("Where did Margaret travel?", nlp, REFERENCE)
     hits = [
-        "Caroline flew to Paris with her friend Jon Smith.",
-        "Caroline said Paris was lovely in June.",
+        "Margaret flew to Paris with her friend Jon Smith.",
+        "Margaret said Paris was lovely in June.",
         "The weather was awful.",
     ]
     mentions = find_entity_mentions(analysis, hits, nlp, 5)
     assert mentions[0].text == "Paris" and mentions[0].hits == (0, 1)
-    assert all(m.text.lower() != "caroline" and m.text != "June" for m in mentions)
+    assert all(m.text.lower() != "margaret" and m.text != "June" for m in mentions)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ANY_TEXT, max_size=4))
 def test_discovery_is_safe_on_any_hit_text(nlp: Any, hits: list[str]) -> None:
-    analysis = analyze_query("Where did Caroline go?", None, REFERENCE)
+    analysis = analyze_query("Where did Margaret go?", None, REFERENCE)
     for model in (None, nlp):
         for mention in find_entity_mentions(analysis, hits, model, 3):
             assert mention.hits and all(0 <= i < len(hits) for i in mention.hits)
@@ -388,7 +388,7 @@ def test_entity_discovery_runs_ner_once_per_text_when_given_a_cache() -> None:
 
     nlp = CountingNlp()
     analysis = analyze_query("Where did Ann travel?", None)
-    hits = ["Ann flew to Lisbon with Bo.", "Ann met Bo in Porto."]
+    hits = ["Ann flew to Oslo with Bo.", "Ann met Bo in Porto."]
     cache: dict[str, list[tuple[str, str]]] = {}
     find_entity_mentions(analysis, hits, nlp, 4, cache)
     find_entity_mentions(analysis, hits, nlp, 4, cache)

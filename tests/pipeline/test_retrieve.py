@@ -99,10 +99,12 @@ def test_selection_is_bounded_unique_matched_and_deterministic(
 
 
 def test_the_dense_query_drops_the_names_of_the_people_in_the_conversation() -> None:
-    speakers = frozenset({"Caroline", "Melanie Smith", "Melanie"})
-    assert dense_query("What does Melanie do to relax?", speakers) == "What does do to relax?"
-    assert dense_query("What is Caroline's job?", speakers) == "What is job?"
-    assert dense_query("when did melanie smith call caroline", speakers) == "when did call"
+    speakers = frozenset({"Margaret", "Tobias Reed", "Tobias"})
+    assert (
+        dense_query("What does Tobias cook on Sundays?", speakers) == "What does cook on Sundays?"
+    )
+    assert dense_query("What is Margaret's job?", speakers) == "What is job?"
+    assert dense_query("when did tobias reed call margaret", speakers) == "when did call"
 
 
 def test_the_dense_query_keeps_other_names_roles_and_a_query_of_names_only() -> None:

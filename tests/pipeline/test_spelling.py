@@ -102,20 +102,20 @@ def test_no_vocabulary_no_misspellings():
 
 
 def test_a_speakers_name_is_not_looked_up_but_a_misspelled_one_finds_it(known):
-    words = _words("omg Carolien that is amazing", "Caroline: I went to the support group")
-    asked = analyze_query("What did Caroline do?", None)
-    searched = with_misspellings(asked, words, known, speakers={"caroline"})
-    assert "carolien" not in {t.term for t in searched.terms}
-    misspelled = analyze_query("What did Caroine do?", None)
-    searched = with_misspellings(misspelled, words, known, speakers={"caroline"})
-    assert "caroline" in {t.term for t in searched.terms}
+    words = _words("omg Margaert that is amazing", "Margaret: I went to the book club")
+    asked = analyze_query("What did Margaret bring?", None)
+    searched = with_misspellings(asked, words, known, speakers={"margaret"})
+    assert "margaert" not in {t.term for t in searched.terms}
+    misspelled = analyze_query("What did Margret bring?", None)
+    searched = with_misspellings(misspelled, words, known, speakers={"margaret"})
+    assert "margaret" in {t.term for t in searched.terms}
 
 
 def test_the_question_is_written_as_the_memory_spells_it_for_the_bi_encoder(known):
-    words = _words("Caroline went to the restaurant", "the house and the horse", "attention")
+    words = _words("Margaret went to the restaurant", "the house and the horse", "attention")
     assert (
-        corrected_question("When did Caroine go to the RESTURANT?", words, known)
-        == "When did Caroline go to the RESTAURANT?"
+        corrected_question("When did Margret go to the RESTURANT?", words, known)
+        == "When did Margaret go to the RESTAURANT?"
     )
     assert corrected_question("where is my hourse?", words, known) == "where is my hourse?"
     # real words and words the memory has are never changed

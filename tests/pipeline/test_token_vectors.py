@@ -22,13 +22,13 @@ from smartsearch_mcp.types import Scope, TurnInput
 pytestmark = pytest.mark.anyio
 
 SCOPE = Scope(("ns",))
-QUERY = "where does caroline live"
+QUERY = "where does margaret live"
 TURNS = [
-    TurnInput("caroline moved to paris in june", "Ann"),
-    TurnInput("melanie loves painting and pottery", "Bo"),
+    TurnInput("margaret moved to paris in june", "Ann"),
+    TurnInput("tobias loves painting and weaving", "Bo"),
     TurnInput("the dog went hiking yesterday with a friend", "Ann"),
-    TurnInput("caroline lives in berlin with her dog", "Bo"),
-    TurnInput("where is the adoption agency", "Ann"),
+    TurnInput("margaret lives in berlin with her dog", "Bo"),
+    TurnInput("where is the rental office", "Ann"),
 ]
 
 
@@ -161,6 +161,6 @@ async def test_with_no_token_vectors_and_no_budget_colbert_sits_out_and_lexical_
 
         assert ranking.rankers == ["lexical"]
         assert any("ColBERT left them out" in w for w in ranking.warnings)
-        assert ranking.scored[0].candidate.passage.turn.text.startswith("caroline")
+        assert ranking.scored[0].candidate.passage.turn.text.startswith("margaret")
     finally:
         await store.close()

@@ -177,7 +177,9 @@ async def test_ids_outside_64_bit_integers_are_a_clear_error(store, bad):
 
 
 async def test_fts_index_stays_in_step_with_turns(store):
-    await store.remember("ns", "s1", [TurnInput("Caroline went hiking"), TurnInput("Mel paints")])
+    await store.remember(
+        "ns", "s1", [TurnInput("Margaret went hiking"), TurnInput("Tobias paints")]
+    )
     hits = await store.search_fts(fts_any(["hiking"]), Scope(("ns",)), 10)
     assert len(hits) == 1
     assert await store.integrity_check() == []
