@@ -215,7 +215,7 @@ def test_aware_timestamps_at_the_range_edges_that_stay_inside_in_utc_are_kept() 
 
 def test_a_day_or_month_without_a_year_recurs_and_a_dated_one_does_not() -> None:
     reference = datetime(2026, 11, 30, 18, 0)
-    march = find_time_range("Where are we staying in March?", reference)
+    march = find_time_range("Where do we sleep in March?", reference)
     assert march is not None and march.recurs
     coming = next_occurrence(march)
     assert coming is not None

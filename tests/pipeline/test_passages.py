@@ -216,7 +216,7 @@ def test_asks_only_agrees_with_reading_every_sentence(text: str) -> None:
         ("What changed? Why now?", True),
         ("What a day. The deploy finally went out.", False),
         ("the font is missing in the printed report??", True),
-        ("Can you remember that my uncle's wedding is June 8? He's marrying Petra.", False),
+        ("Could you note that my uncle's wedding is June 8? He's marrying Petra.", False),
         ("Met with Bram, we agreed I'll run the onboarding survey", False),
         ("go with the second one", False),
         ("use port 7443", False),

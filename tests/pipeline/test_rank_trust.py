@@ -80,7 +80,7 @@ def lexical_rows(scores: list[float]) -> list[Scored]:
 
 
 def test_three_matching_turns_out_of_twenty_are_all_fairly_sure() -> None:
-    # "What did the vet say about Pilchard's tooth?": two turns match two words, the answer one
+    # "What was the vet's verdict on Pilchard's tooth?": two turns match two words, the answer one
     # word less; the 17 turns that match nothing are the typical passage, not the third match.
     rows = lexical_rows([3.25, 3.25, 2.17])
     alone = ranking_confidence(rows)
@@ -184,9 +184,9 @@ def test_questions_in_other_languages_or_scripts_are_recognised() -> None:
     assert foreign_language("Wo haben wir im März übernachtet?") == "German"
     assert foreign_language("Где мы остановились в марте?") == "Cyrillic script"
     for english in (
-        "Where are we staying in March?",
+        "Where do we sleep in March?",
         "What did Ana and José decide about the casa in Valencia?",
-        "wher did we stey in mrach",
+        "wher do we slep in mrach",
         "kubectl rollout restart deployment",
         "Why does get_user_by_id return None in prod?",
     ):

@@ -59,7 +59,7 @@ SESSIONS: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
             (
                 "user",
                 "Wren",
-                "The night train to Ljubljana stops in winter, we moved the March trip to Piran.",
+                "The night train stops running in winter, so we moved the March trip to Piran.",
             ),
             ("user", "Wren", "First week at Kestrel was good, my manager is called Odile."),
         ],
@@ -71,7 +71,7 @@ SESSIONS: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
             (
                 "user",
                 "Wren",
-                "We rented a flat by Tartini Square for March 4 to 10, Anselm pays half.",
+                "Instead of Ljubljana we rented a flat by Tartini Square, March 4 to 10.",
             ),
             ("user", "Wren", "Pilchard is eating dry food again, the tooth healed."),
             ("user", "Wren", "Joined a climbing gym, I go on Thursday evenings."),
@@ -115,9 +115,9 @@ def _texts(result: Any) -> list[str]:
 
 
 @pytest.mark.parametrize("mode", ["grep", "indexed"])
-async def test_where_we_stay_in_march_finds_the_booking_that_shares_no_word_with_it(store, mode):
+async def test_where_we_sleep_in_march_finds_the_booking_that_shares_no_word_with_it(store, mode):
     result = await _lexical(store, mode=mode).recall(
-        "Where are we staying in March?", SCOPE, 1500, NOW
+        "Where do we sleep in March?", SCOPE, 1500, NOW
     )
     texts = _texts(result)
     assert texts, result.warnings
@@ -157,7 +157,7 @@ async def test_a_range_holding_the_whole_memory_still_returns_its_latest_turns(s
 
 async def test_a_date_channel_of_quota_zero_adds_nothing(store):
     result = await _lexical(store, date_candidates=0).recall(
-        "Where are we staying in March?", SCOPE, 1500, NOW
+        "Where do we sleep in March?", SCOPE, 1500, NOW
     )
     assert result.passages == []
     assert any("nothing in this memory matches" in w for w in result.warnings)
@@ -170,7 +170,7 @@ async def test_matching_words_rank_first_among_the_turns_inside_the_range(store)
 
 
 async def test_a_range_with_nothing_inside_warns_and_falls_back_to_the_best_matches(store):
-    result = await _lexical(store).recall("What did the vet say in July?", SCOPE, 1500, NOW)
+    result = await _lexical(store).recall("What did the vet find in July?", SCOPE, 1500, NOW)
     assert "cracked tooth" in _texts(result)[0]
     assert any("nothing recalled falls in 'July'" in w for w in result.warnings)
 
@@ -188,7 +188,7 @@ async def test_a_question_about_an_empty_memory_says_the_memory_is_empty(tmp_pat
     config = Config().with_overrides(nlp={"spacy_models": []}, rank={"scorers": ["lexical"]})
     memory = await Memory.open(config, tmp_path / "m.db", "ns")
     try:
-        result = await memory.recall("Where are we staying in March?")
+        result = await memory.recall("Where do we sleep in March?")
     finally:
         await memory.close()
     assert result.passages == []
@@ -216,7 +216,7 @@ async def test_the_offline_preset_puts_the_piran_flat_first_for_march(
         for session_id, start, rows in SESSIONS:
             await memory.remember(_turns(start, rows), session_id=session_id)
         await memory.pipeline.embed_backlog()
-        result = await memory.recall("Where are we staying in March?", reference=NOW)
+        result = await memory.recall("Where do we sleep in March?", reference=NOW)
     finally:
         await memory.close()
     texts = _texts(result)
@@ -290,7 +290,7 @@ async def test_the_date_channel_works_the_same_on_sqlite_and_postgresql(database
     try:
         for session_id, start, rows in SESSIONS:
             await memory.remember(_turns(start, rows), session_id=session_id)
-        march = await memory.recall("Where are we staying in March?", reference=NOW)
+        march = await memory.recall("Where do we sleep in March?", reference=NOW)
         last_week = await memory.recall("What did we do last week?", reference=NOW)
     finally:
         await memory.close()
