@@ -159,7 +159,7 @@ async def test_stopwords_and_punctuation_never_return_passages(store, query):
 
 async def test_what_we_decided_last_week_ranks_the_turn_from_last_week_first(store):
     await _remember(store)
-    result = await _pipeline(store).recall("What did we decide last week?", SCOPE, 1500, NOW)
+    result = await _pipeline(store).recall("Last week, what did we decide?", SCOPE, 1500, NOW)
     first = result.passages[0].candidate.passage.turn
     assert first.session_id == "s3"  # 25 November; the older "we decided" turns come after
     assert "moved the March trip to Piran" in first.text
@@ -171,7 +171,7 @@ async def test_what_we_decided_last_week_ranks_the_turn_from_last_week_first(sto
     [
         ("What did we decide in October?", "s1", "decided on Ljubljana"),  # 26 October
         ("What did we decide 3 weeks ago?", "s2", "budget"),  # 10 November
-        ("What did we decide last week?", "s3", "moved the March trip"),  # 25 November
+        ("Last week, what did we decide?", "s3", "moved the March trip"),  # 25 November
     ],
 )
 async def test_every_turn_inside_the_range_outranks_every_turn_outside(

@@ -17,7 +17,7 @@ from smartsearch_mcp.types import Scope, TurnInput
 pytestmark = pytest.mark.anyio
 
 CONVERSATION = [
-    ("Margaret", "I went hiking in the mountains last weekend with my dog."),
+    ("Margaret", "I went hiking up Ben Lomond on Saturday with my dog."),
     ("Tobias", "Hiking sounds lovely! I painted a sunrise over the lake."),
     ("Margaret", "The rental agency called: the rental interview is next Tuesday."),
     ("Tobias", "Good luck with the interview. Painting helps me relax after work."),
