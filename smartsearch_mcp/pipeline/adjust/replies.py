@@ -20,15 +20,15 @@ def credit_replied_turns(scored: Sequence[Scored], credit: float) -> list[Scored
     passage's score, and sort again, best first. A turn raised to its reply's score comes just
     ahead of it, in conversation order. The turn replied to is the best-ranked of the user's
     turns in a row just before the reply in its session (a user may say several things before
-    the assistant answers: "Bought new shoes, Brooks Ghost 16." / "Weekly mileage is back up
-    to 30 km." / "Nice. Alternate the new shoes...").
+    the assistant answers: "Repotted the fig into a 30 cm pot." / "It gets four hours of sun
+    by the window." / "Good. Water it weekly...").
 
     An assistant's reply repeats the user's words at length and so outranks them, while the
-    user's turn holds what was actually said ("I've set work-free Sundays starting May 5"
-    before a long piece of advice about boundaries). An assistant turn that only asks ("Do
-    you want a feature flag for the PDF layout?") names the subject its answer leaves out,
-    so its credit goes to the user's turn after it instead ("Yes, behind the flag
-    new_invoice_pdf"). A user's short question ranked above the reply that answers it lifts
+    user's turn holds what was actually said ("I've made evenings phone-free from 9pm
+    starting June 2" before a long piece of advice about sleep). An assistant turn that only
+    asks ("Should the CSV export go behind a feature flag?") names the subject its answer
+    leaves out, so its credit goes to the user's turn after it instead ("Yes, call the flag
+    csv_export_v2"). A user's short question ranked above the reply that answers it lifts
     the reply's best passage instead, to just ahead of it: the question holds no answer. Only
     passages among `scored` rise (a user turn through its first passage); credit 0 returns
     the input order unchanged.
@@ -149,8 +149,8 @@ def long_passage(item: Scored) -> bool:
     return len(passage.turn.text[passage.start : passage.end].split()) >= ECHO_MIN_WORDS
 
 
-# What a short reply can add that its turn lacks: code, a path or identifier ("app/main.py",
-# "aiohttp.ClientSession", "MAX_RETRIES"), a name said mid-sentence, and the values of
+# What a short reply can add that its turn lacks: code, a path or identifier ("web/views.py",
+# "aiohttp.ClientSession", "UPLOAD_LIMIT"), a name said mid-sentence, and the values of
 # `updates.values_of` (dates, amounts, times, numbers).
 _CODE = re.compile(r"`[^`]+`|\b\w+(?:[/.]\w+)+\b|\b[a-z]+_\w+\b|\b[A-Z]{2,}_\w+\b")
 _NAME = re.compile(r"(?<=[\w,;] )[A-Z][\w'-]*")
@@ -182,8 +182,8 @@ def adds_specifics(reply: Scored, said: Scored) -> bool:
 RESTATED_SHARE = 0.5
 # A question of at most this many words names only what it asks about ("how do I run the
 # linter with autofix again"); a longer one also tells the asker's circumstances ("How
-# should I prepare for the interview at Acme on March 5, given that..."), which its reply
-# restates. Measured: with no limit, BEAM at 1,500 tokens 0.615 -> 0.580 (its users ask at
+# should I prepare for the audition with the Vesper Quartet on April 9, given that..."),
+# which its reply restates. Measured: with no limit, BEAM at 1,500 tokens 0.615 -> 0.580 (its users ask at
 # length, and their replies then fill the budget); 12 words: 0.612, 20 words: 0.608.
 SHORT_QUESTION_WORDS = 12
 
