@@ -56,8 +56,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def asks_only(text: str) -> bool:
-    """Whether every sentence of `text` that has a word in it is a question ("Do you want a
-    feature flag for the PDF layout?", "Il Giardino?? 🙏"); False for a text without words."""
+    """Whether every sentence of `text` that has a word in it is a question ("Should the CSV
+    export go behind a feature flag?", "Casa Lupo?? 🙏"); False for a text without words."""
     # The last sentence with a word must be a question: checked first, so that a long answer
     # is not split into sentences (0.2 ms for a BEAM answer). The last word character is the
     # first of the reversed text (a regex, not a loop: one BEAM answer ends in 51,000
