@@ -5,7 +5,7 @@ values stay naive (the wall-clock time the conversation reported); aware values 
 converted to UTC.
 
 What is stored (`stored_timestamp`) is always UTC with a "Z": a time given with an offset is
-converted, a time given without one (LoCoMo's "1:56 pm on 8 May, 2023") is taken as UTC — the
+converted, a time given without one (LoCoMo's "4:20 pm on 17 June, 2024") is taken as UTC — the
 same input is the same moment on every machine — and the string given is kept beside it
 (`timestamp_raw`). Databases written before this hold such times without the "Z"; they are
 read as UTC too (`stored_timestamp` adds it on reading). Relative spans in questions and
@@ -30,12 +30,12 @@ MAX_YEAR = 9999
 _EPOCH_MS_THRESHOLD = 10**11
 
 _FORMATS: tuple[str, ...] = (
-    "%I:%M %p on %d %B, %Y",  # LoCoMo: "1:56 pm on 8 May, 2023"
+    "%I:%M %p on %d %B, %Y",  # LoCoMo: "4:20 pm on 17 June, 2024"
     "%I:%M %p on %d %b, %Y",
-    "%Y/%m/%d (%a) %H:%M",  # LongMemEval: "2023/05/20 (Sat) 02:21"
+    "%Y/%m/%d (%a) %H:%M",  # LongMemEval: "2024/06/22 (Sat) 09:05"
     "%Y/%m/%d %H:%M",
     "%Y/%m/%d",
-    "%B-%d-%Y",  # BEAM: "March-15-2024"
+    "%B-%d-%Y",  # BEAM: "July-09-2024"
     "%b-%d-%Y",
     "%d %B %Y",
     "%d %B, %Y",
@@ -225,7 +225,7 @@ _WEEKEND = r"(?:weekend|wknd)"
 _B = r"(?<![\w-])"  # left word boundary that also refuses "-" (e.g. ids like "x-2023")
 _E = r"(?![\w-])"
 _NO_DATE_AFTER = r"(?!,?\s+(?:of\s+)?\d)"  # "in May" but not "in May 2023" or "in May 8"
-# A month name as a modifier: "the February trip", "our May plans", "an August wedding" —
+# A month name as a modifier: "the February concert", "our May plans", "an August wedding" —
 # after a determiner and before a lowercase word that is not a verb or function word ("the
 # March Hare", "told her May would call", "for the May I" are no dates).
 _DETERMINER = r"(?:the|our|my|your|his|her|their|that|a|an)"
@@ -280,9 +280,9 @@ _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 def find_time_range(text: str, reference: datetime) -> DateRange | None:
     """The time span the first date expression in `text` refers to, or None.
 
-    Absolute dates ("8 May 2023", "May 8th, 2023", "2023-05-08", "May 2023", "in 2022",
-    "summer of 2022") read as that day, month, season or year. A day or month without a year
-    ("on May 8th", "in March") is its latest occurrence not after `reference`. Relative
+    Absolute dates ("17 June 2024", "June 17th, 2024", "2024-06-17", "June 2024", "in 2022",
+    "summer of 2021") read as that day, month, season or year. A day or month without a year
+    ("on June 17th", "in March") is its latest occurrence not after `reference`. Relative
     expressions count back from `reference`, in calendar units with weeks starting on Monday:
     "yesterday", "today", "N days/weeks/months/years ago" (that day, week, month or year),
     "the past N days" (a rolling window up to the end of today), "last week/month/year",
@@ -290,7 +290,7 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
     ahead of it: "tomorrow", "in N days/weeks/months/years", "next week/month/year", "next
     Friday" (the first one after today), "this weekend" (the coming one, or the one under
     way), "next weekend", "next May"; with chat spellings ("tmrw", "yday", "2nite", "last
-    wk", "this wknd", "2 yrs ago"). A month name used as a modifier ("the February trip",
+    wk", "this wknd", "2 yrs ago"). A month name used as a modifier ("the February concert",
     "our May plans") reads as "in February".
     The leftmost expression wins; at the same position, the longest. Results keep the
     reference's tzinfo; times are midnight boundaries.

@@ -30,7 +30,7 @@ logger = logging.getLogger(__name__)
 
 _WHAT = "RealMem data (a persona file with _metadata and dialogues)"
 _SPEAKER_ROLES = {"user": "user", "assistant": "assistant"}
-# "2025-12-28 (Sunday)": the weekday in brackets is dropped.
+# "2025-11-16 (Sunday)": the weekday in brackets is dropped.
 _WEEKDAY = re.compile(r"\s*\([^)]*\)\s*\Z")
 # A snapshot that matches no turn exactly is resolved to the most similar turn only when the
 # match is clear: at least this similar, and this far ahead of the runner-up.

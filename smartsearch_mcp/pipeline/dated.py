@@ -1,7 +1,7 @@
 """Date-true retrieval: which passages a question's time range holds, and the date channel.
 
 A passage is inside a range when its turn was said in it, or its text names a date that
-overlaps it ("on December 3rd", "3 Dec 2026", "the February trip", "yesterday" — read
+overlaps it ("on December 3rd", "3 Dec 2026", "the February concert", "yesterday" — read
 against the turn's own time). `DateWindow` decides that for one range, cheaply enough to ask
 of every passage of a scope: a text is parsed for dates only when it can name one in the
 range (a month word of a month the range overlaps, or one of its years; relative words
@@ -9,8 +9,8 @@ only in turns said near the range, see `RELATIVE_DAYS` — "last week" said two 
 is not read).
 
 The date channel (`date_channel`) makes passages inside the range candidates whatever their
-words: "Where are we staying in February?" is answered by "booked an Airbnb in Porto for
-February 12 to 19", which shares no word with it. Its best passages — by lexical score, then
+words: "Where are we skiing in January?" is answered by "booked a cabin near Lillehammer
+for January 9 to 16", which shares no word with it. Its best passages — by lexical score, then
 dense similarity, then the latest said — take `retrieval.date_candidates` places; it takes
 no part in the fusion that fills the other places (it orders passages by when, not by what).
 """
@@ -154,7 +154,7 @@ class DateWindow:
 def _range_words(year: int, month: int, day: int, length: timedelta) -> tuple[str, ...]:
     """The month words (full and short) of the months a range starting on `year`-`month`-
     `day` and lasting `length` overlaps, and its years: what an absolute date in it must
-    say ("February 12", "Feb 2027", "2027-02-12", "in 2027")."""
+    say ("February 9", "Feb 2027", "2027-02-09", "in 2027")."""
     months: set[int] = set()
     years: set[int] = set()
     moment = datetime(year, month, 1)
@@ -190,8 +190,8 @@ def add_date_bonus(
 
 def windows_of(time_range: DateRange | None) -> list[DateWindow]:
     """The windows a question's range is read as, in order of preference: the range, then
-    for a day or month named without a year its next occurrence ("Where are we staying in
-    February?" asked in November: last February may hold nothing, the coming one a plan)."""
+    for a day or month named without a year its next occurrence ("Where are we skiing in
+    January?" asked in November: last January may hold nothing, the coming one a plan)."""
     if time_range is None:
         return []
     upcoming = next_occurrence(time_range)

@@ -202,7 +202,7 @@ class RecallPipeline:
         scored, rankers, vectors = await self.scoring.rank(query, candidates, taken, run)
         # The adjustments of the final ranking (rank.adjust), in order: the question's dates
         # first, then current facts first among them, so that a later turn updating a plan
-        # inside the range ("moved the February trip to Porto", said in November) trades
+        # inside the range ("moved the January trip to Lillehammer", said in November) trades
         # places with the plan it restates even when it names no date of the range itself.
         final = Context(
             self.config.rank,

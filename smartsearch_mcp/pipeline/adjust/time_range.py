@@ -1,4 +1,4 @@
-"""The question's time range first: "What did we decide last week?" is about last week."""
+"""The question's time range first: "What did we agree on last week?" is about last week."""
 
 from __future__ import annotations
 
@@ -20,15 +20,15 @@ def prefer_time_range(
     A passage is inside when its turn was said in the range or its text names a date in it
     (`dated.DateWindow.holds`); for a day or month named without a year, when nothing is
     inside its last occurrence, the next one is tried (`dated.windows_of`). Inside passages
-    are raised by the best score so that scores stay sorted: "What did we decide last
+    are raised by the best score so that scores stay sorted: "What did we agree on last
     week?" is about last week, however well an older decision matches the words.
     """
     if time_range is None or not scored:
         return list(scored), None
     inside: list[bool] = []
     for window in windows_of(time_range):
-        # "Where are we staying in February?" asked in November: last February holds
-        # nothing, the coming one may (a plan, a booking)
+        # "Where are we skiing in January?" asked in November: last January holds nothing,
+        # the coming one may (a plan, a booking)
         inside = [window.holds(item.candidate.passage) for item in scored]
         if any(inside):
             break
