@@ -59,7 +59,7 @@ class Retrieved:
     scan: ScanResult | None
     dated: Dated | None
     # the question as searched: with the names the memory gives its relations ("my sister"
-    # -> Maya), and where they were found
+    # -> Tove), and where they were found
     analysis: QueryAnalysis
     hops: list[Hop]
 

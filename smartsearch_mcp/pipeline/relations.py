@@ -1,6 +1,6 @@
-"""Names for the people and pets a question calls by relation: "Where does my sister live?"
-is about Maya when the memory says "a trip with my sister Maya". People name a relative, a
-colleague or a pet once and say "my sister" or "Maya" afterwards, either way round; the name
+"""Names for the people and pets a question calls by relation: "Where does my sister work?"
+is about Tove when the memory says "a ferry ride with my sister Tove". People name a relative,
+a colleague or a pet once and say "my sister" or "Tove" afterwards, either way round; the name
 a memory gives a relation is searched next to the relation's word (part of stage 2)."""
 
 from __future__ import annotations
@@ -38,17 +38,17 @@ RELATIONS = word_set(
     doctor dentist physio physiotherapist vet dog cat puppy kitten
     """
 )
-# Words that may stand between "my" and the relation ("my older sister Maya").
+# Words that may stand between "my" and the relation ("my older sister Tove").
 _MODIFIERS = r"(?:(?:older|younger|little|big|baby|twin|eldest|youngest|new|old|best)\s+)*"
 # A name: one or two capitalised words. Linear-time over stored text: a name starts at a word
 # boundary (so a run of capitals is tried once, not from each of its letters) and its words
 # are possessive (`*+`: what follows a word is never a word character, so giving some back
-# could not match); without both, "Maya, my sister" tried over a 20,000-letter run took
+# could not match); without both, "Tove, my sister" tried over a 20,000-letter run took
 # seconds per passage.
 _WORD = r"[A-Z][\w'’-]*+"
 _NAME = rf"(?P<name>\b{_WORD}(?:\s++{_WORD})?)"
 # A name set off by commas: followed by a comma or the end of a clause, not by a list's
-# "and" ("my gf, Toby, and I").
+# "and" ("my gf, Wren, and I").
 _NAME_IN_COMMAS = (
     rf"(?P<listed>\b{_WORD}(?:\s++{_WORD})?)"
     r"(?=\s*(?:,(?!\s*(?i:and|or)\b)|[.;:!?)]|$))"
@@ -85,8 +85,8 @@ def resolve_relations(
     cache: dict[str, list[RelationName]],
 ) -> tuple[QueryAnalysis, list[RelationName], list[RelationName]]:
     """Both ways round: the names the passages give the question's relation words
-    (`relation_names`: "my sister" -> Maya) and the relations they give the names it asks
-    about (`relations_of`: Maya -> "my sister"; not the speakers' names, which are not said
+    (`relation_names`: "my sister" -> Tove) and the relations they give the names it asks
+    about (`relations_of`: Tove -> "my sister"; not the speakers' names, which are not said
     as "my sister Ann" by Ann). Returns the question with them searched, and what was found
     each way. `cache` keeps what was looked up for these passages ("rel:" and "name:" keys):
     pass the same dict only with the same passages."""
@@ -145,9 +145,9 @@ def relations_in(analysis: QueryAnalysis) -> list[str]:
 def relation_names(
     relations: Sequence[str], passages: Sequence[Passage], lowered: Sequence[str]
 ) -> list[RelationName]:
-    """For each relation, the names the passages give it, from "my sister Maya", "Maya, my
-    sister", "my manager is called Priya" or "my dog's name is Biscuit" ("our" as "my", a
-    chat spelling as the word: "my sis Noor"); a relation named more than `MAX_NAMES` ways
+    """For each relation, the names the passages give it, from "my sister Tove", "Tove, my
+    sister", "my coach is called Bertil" or "my dog's name is Fennel" ("our" as "my", a
+    chat spelling as the word: "my sis Sunniva"); a relation named more than `MAX_NAMES` ways
     gets none. `lowered`: each passage's text lowercased (a quick filter). In order of
     `relations`, then of how often a name is given."""
     out: list[RelationName] = []
@@ -174,7 +174,7 @@ def may_name_a_relation(lowered: str) -> bool:
 
 def with_relation_names(analysis: QueryAnalysis, names: Sequence[RelationName]) -> QueryAnalysis:
     """`analysis` with each name searched as a name, at the weight of its relation's word (a
-    full name also by its first word: "my boss Tom Becker" is "Tom" later)."""
+    full name also by its first word: "my boss Arvid Lindqvist" is "Arvid" later)."""
     if not names:
         return analysis
     weights = {light_stem(t.term): t.weight for t in analysis.terms}
@@ -195,9 +195,9 @@ def relations_of(
     names: Sequence[str], passages: Sequence[Passage], lowered: Sequence[str]
 ) -> list[RelationName]:
     """For each of `names` (lowercase, as the question's terms), the relations the passages
-    give it, in the forms `relation_names` reads ("Maya, my sister" -> sister): the other
-    way round, "Where does Maya live?" is also about "my sister" when a turn says "my sister
-    moved to Denver". In order of `names`, then of how often a relation is given."""
+    give it, in the forms `relation_names` reads ("Tove, my sister" -> sister): the other
+    way round, "Where does Tove live?" is also about "my sister" when a turn says "my sister
+    moved to Bergen". In order of `names`, then of how often a relation is given."""
     names = list(dict.fromkeys(names))[:MAX_NAMES_LOOKED_UP]
     mentioned, patterns = _patterns(_ALL_SPELLINGS)
     relations = {name: _Tally() for name in names}
@@ -252,18 +252,18 @@ def _patterns(spellings: tuple[str, ...]) -> _Patterns:
     mentioned = re.compile(rf"\b(?:my|our)\s+{_MODIFIERS}(?:{words})\b")
     mine = rf"\b(?i:my|our)\s+(?i:{_MODIFIERS})(?P<rel>(?i:{words}))"
     compiled = (
-        # my sister Maya / my sister, Maya, ... ("my girlfriend, Toby and I" is a list)
+        # my sister Tove / my sister, Tove, ... ("my girlfriend, Wren and I" is a list)
         (re.compile(rf"{mine}(?:\s+{_NAME}|,\s+{_NAME_IN_COMMAS})"), True),
-        # I met Maya, my sister (at a sentence start, "Thankfully, my son's ok" is no name)
+        # I met Tove, my sister (at a sentence start, "Luckily, my daughter's fine" is no name)
         (re.compile(rf"{_NAME},\s+{mine}\b"), False),
-        # my manager is Priya / my manager is called Priya / my dog's name is Biscuit
+        # my coach is Bertil / my coach is called Bertil / my dog's name is Fennel
         (
             re.compile(
                 rf"{mine}(?:['’]s\s+(?i:name))?\s+(?i:is|was)\s+(?:(?i:called|named)\s+)?{_NAME}"
             ),
             True,
         ),
-        # my sister, called Maya / my manager named Priya
+        # my sister, called Tove / my coach named Bertil
         (re.compile(rf"{mine},?\s+(?i:called|named)\s+{_NAME}"), True),
     )
     _CACHE[spellings] = (mentioned, compiled)
@@ -309,8 +309,8 @@ def _opens_sentence(text: str, index: int) -> bool:
 
 def _clean_name(surface: str) -> str | None:
     """The name in `surface` without a trailing possessive or a word after it that is no
-    name ("Maya I think"), or None when it is not a name ("my sister And", "Last Friday, my
-    partner": a stopword first, a month or day, a relation)."""
+    name ("Tove I think"), or None when it is not a name ("my sister And", "Last Tuesday, my
+    flatmate": a stopword first, a month or day, a relation)."""
     words: list[str] = []
     for word in (re.sub(r"['’]s?$", "", word) for word in surface.split()):
         low = word.lower()

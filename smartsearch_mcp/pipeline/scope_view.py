@@ -1,6 +1,6 @@
 """What a streamed scope (see `scan`) keeps of itself so that it gets every signal a cached
 scope gets: the words a question's word may be misspelled as, the passages that may name a
-relation ("my sister Maya"), and which passages form a burst (see `bursts`).
+relation ("my sister Tove"), and which passages form a burst (see `bursts`).
 
 All three depend on the scope only, not on the question: they are collected while the
 scope's index is built (its first read) and kept with it. Costs, per passage of the scope:
