@@ -127,7 +127,7 @@ class RetrievalConfig(Section):
     dense_candidates: int = 30  # quota of the dense channel (and of the context channel)
     bm25_candidates: int = 30  # quota of the FTS5 BM25 channel
     # Quota of the dense channel over only the passages said by someone the question names
-    # (the best of the dense and context scores): "What does Ann do to relax?" is answered
+    # (the best of the dense and context scores): "Which board games does Ann like?" is answered
     # by Ann's own turns, which need not be near the top of the whole conversation.
     speaker_candidates: int = 30
     # Quota of the SPLADE channel (splade(query) . splade(passage) over the whole scope; 0:
@@ -270,7 +270,8 @@ class RankConfig(Section):
     # statements; a later turn by someone else on the topic is conversation).
     supersede_same_speaker: bool = True
     # ...and only one whose confidence is at least this share of the earlier turn's (an
-    # update names the new state, often not the question's words: "switched me to naproxen").
+    # update names the new state, often not the question's words: "changed my pills to
+    # loratadine").
     supersede_confidence: float = setting(0.1, at_least=0, at_most=1)
     # A recall embeds at most this many passages that have no cached vector yet; the rest
     # are left to the background embedding (dense ranking skips them meanwhile), so a recall

@@ -1,7 +1,7 @@
 """Bursts: messages one speaker sends in a row, within a short time, read as one thought.
 
-In a messaging app a thought often arrives as several messages ("omg" / "just got the job" /
-"starting monday"): the words a question matches are spread over them and no single message
+In a messaging app a thought often arrives as several messages ("ahh" / "passed my driving
+test" / "first try!!"): the words a question matches are spread over them and no single message
 holds the answer. A burst is a run of consecutive turns of one session by the same speaker,
 each said at most `passages.burst_seconds` after the one before it (turns without a time
 count as said together), of short turns only (a turn split into several passages is a

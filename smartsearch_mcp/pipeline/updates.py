@@ -1,5 +1,5 @@
-"""Updates: a turn that says something changed ("the appointment moved to February 26",
-"we upgraded to Django 5.1", "switched the countertops to butcher block").
+"""Updates: a turn that says something changed ("the vet visit moved to March 11",
+"we upgraded to Postgres 17", "switched the bathroom tiles to terrazzo").
 
 Similarity between two turns of different sessions does not tell an update from a
 conversation coming back to a topic (measured: on LoCoMo it moved the wrong turns first, see
@@ -20,8 +20,8 @@ from smartsearch_mcp.pipeline.words import content_stems
 
 # A change reported as done: a verb of change in the past tense or participle ("moved to",
 # "we switched", "got cancelled") or an adverb of replacement. Base forms and nouns are left
-# out: "positive changes", "tech for change", "any updates?" and "let me know how it turns
-# out" name no new state of affairs (on LoCoMo they moved the wrong turns first).
+# out: "big changes ahead", "change is good", "no updates yet" and "tell me how it goes"
+# name no new state of affairs (on LoCoMo, phrases like these moved the wrong turns first).
 _CHANGE = re.compile(
     r"\b(?:"
     r"changed|switched|moved|replaced|upgraded|downgraded|updated|cancell?ed|rescheduled|"
@@ -85,19 +85,19 @@ _ASKS_VALUE = re.compile(
 
 def asks_for_a_value(question: str) -> bool:
     """Whether the question asks for a value (a date, amount, time, number): "When is the
-    launch?", "What port does the API listen on?", "how much is the rent"."""
+    recital?", "Which port does the dashboard use?", "how much is the rent"."""
     return _ASKS_VALUE.search(question) is not None
 
 
 def gives_a_new_value(later: dict[str, frozenset[str]], earlier: dict[str, frozenset[str]]) -> bool:
     """Whether a later turn's values (`values_of`) hold one the earlier turn's do not, of a
-    kind the earlier gives: "the port is 8443 now, 8080 clashed" gives a new port after "the
-    API listens on 8080"; "see you at 7pm" after "dinner at 7pm" gives none."""
+    kind the earlier gives: "the dashboard is on 5173 now, 3000 was taken" gives a new port
+    after "the dashboard runs on 3000"; "see you at 7pm" after "dinner at 7pm" gives none."""
     return any(kind in earlier and values - earlier[kind] for kind, values in later.items())
 
 
 # A replacement said outright: the value given up is named ("upgraded Python from 3.10 to
-# 3.12", "Replaced `moment` with `date-fns`", "we'll use Mailgun instead of SendGrid"). The
+# 3.12", "Replaced `moment` with `date-fns`", "we'll use Caddy instead of Traefik"). The
 # old value is a few words at most, and the sentence does not ask ("should we move from
 # Flask to FastAPI?" replaces nothing).
 _WORD = r"[^\s`'\",;!?()]*[^\s`'\",.;:!?()]"  # inner dots and colons: "3.10", "02:00"
@@ -144,11 +144,12 @@ def shares_a_subject(later: str, earlier: str, asked: Collection[str]) -> bool:
     """Whether a later turn is about what an earlier one says, for a question whose terms
     have the stems `asked`: it names every word of the question the earlier names, or shares
     another content word with it. Both were found for the question, so its words alone make
-    them look alike: "Helio moved the technical round" shares only "Helio" with "The recruiter
-    at Helio is Tom", asked about Helio's recruiter, and says nothing of a recruiter; "we
-    switched the trip to Porto" names the trip that "Booked the trip to Lisbon" names, asked
-    where the trip goes; "switched me from ibuprofen to naproxen" shares "ibuprofen" with "I've
-    been taking ibuprofen", asked what I am taking."""
+    them look alike: "Kestrel moved the second interview" shares only "Kestrel" with "The
+    hiring manager at Kestrel is Sigrun", asked about Kestrel's hiring manager, and says
+    nothing of a hiring manager; "we moved the party to the boathouse" names the party that
+    "The party is at the library hall" names, asked where the party is; "the doctor changed my
+    cetirizine to loratadine" shares "cetirizine" with "I've been taking cetirizine", asked
+    what I am taking."""
     new, old = content_stems(later), content_stems(earlier)
     named = old & set(asked)
     return (bool(named) and named <= new) or bool((new & old) - set(asked))

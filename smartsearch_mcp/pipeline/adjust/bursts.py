@@ -1,5 +1,5 @@
-"""Burst credit: a thought sent as several messages ("omg" / "just got the job" / "starting
-monday") is recalled whole (the grouping is `pipeline.bursts`)."""
+"""Burst credit: a thought sent as several messages ("ahh" / "passed my driving test" /
+"first try!!") is recalled whole (the grouping is `pipeline.bursts`)."""
 
 from __future__ import annotations
 
