@@ -275,7 +275,7 @@ def _register_tools(server: MCPServer[AppContext]) -> None:
 
         Use before answering anything that may depend on past conversations. Ask a specific
         natural-language question with the names, topics and dates you know ("What did
-        Priya suggest for the billing service's retry limit?"). Returns the most relevant
+        Marit suggest for the billing service's retry limit?"). Returns the most relevant
         stored passages, grouped by session with their dates, within `max_tokens` (default
         1500).
         Optional filters: `session_id`, and `since` / `until` dates (ISO 8601).

@@ -154,7 +154,7 @@ class Candidate:
 
     passage: Passage
     lexical_score: float
-    sources: tuple[str, ...] = ()  # e.g. ("grep", "prf", "hop:Caroline", "date", "dense")
+    sources: tuple[str, ...] = ()  # e.g. ("grep", "prf", "hop:Halvard", "date", "dense")
 
 
 @dataclass(frozen=True, slots=True)

@@ -220,7 +220,7 @@ def _is_installed(module: str) -> bool:
 def _smoke_test(kind: str, model: Any, status: ModelStatus) -> ModelStatus:
     try:
         if kind == "spacy":
-            model("Caroline moved to Paris in May.")
+            model("Halvard moved to Paris in May.")
             return status
         scores = model.score("where did she move", ["She moved to Paris in May."])
     except Exception as exc:  # a model that loads but cannot run is reported, not raised

@@ -258,7 +258,7 @@ def _capitalized_runs(text: str) -> Iterable[tuple[str, str, tuple[int, int]]]:
             pending = []
             run.append(match)
             if CONTRACTION_RE.search(word):
-                yield from flush()  # "Caroline's friend": the possessive ends the name
+                yield from flush()  # "Halvard's friend": the possessive ends the name
                 run = []
         elif run and word.lower() in _NAME_CONNECTORS and len(pending) < 2:
             pending.append(match)

@@ -125,7 +125,7 @@ def with_misspellings(
     same analysis when there are none, or when `known` has no vocabulary). The names of the
     memory's `speakers` (lowercase) are not looked up: the memory spells them right where it
     says who speaks, and its misspellings of them are mostly others addressing them ("omg
-    Carolien"), while what a speaker said is found by who said it. A question misspelling a
+    Halvrad"), while what a speaker said is found by who said it. A question misspelling a
     speaker's name still finds the name."""
     if not known.available:
         return analysis
@@ -152,7 +152,7 @@ def corrected_question(query: str, words: frozenset[str], known: KnownWords) -> 
     """`query` with each word it misspells written as the memory spells it, for the
     bi-encoder, which reads a misspelled word as other word pieces ("attnetion"): a word of
     the question that is no known word and not in the memory's `words`, with exactly one word
-    of the memory one edit away ("Caroine" -> "Caroline", "resturant" -> "restaurant"; two
+    of the memory one edit away ("Halvrd" -> "Halvard", "resturant" -> "restaurant"; two
     candidates, "hourse" -> "house" or "horse", leave it as it is). Grep searches both
     (`with_misspellings`); the question as asked stays the question everywhere else."""
     if not known.available:

@@ -73,8 +73,8 @@ def sanitize_text(text: str) -> str:
 
 
 def tokenize_words(text: str) -> list[str]:
-    """Lowercase words of `text`, contractions and possessives stripped ("Caroline's" ->
-    "caroline", "don't" -> "do")."""
+    """Lowercase words of `text`, contractions and possessives stripped ("Halvard's" ->
+    "halvard", "don't" -> "do")."""
     words = []
     for raw in WORD_RE.findall(text.lower()):
         word = normalize_word(raw)
