@@ -9,7 +9,7 @@ when the ranking is sure of it and it shares enough words with the prompt:
 - its ranking confidence (rank.ranking_confidence, 0..1: how far above the scope's typical
   passage every ranker puts it) is at least `inject.min_confidence`;
 - it shares at least `inject.min_shared_words` content words (stems, no stopwords) with the
-  prompt: "write a haiku" or "rename this variable" shares nothing with a stored decision,
+  prompt: "draft a limerick" or "sort these imports" shares nothing with a stored decision,
   however the ranking calibrates its best passage (confidence is relative: a memory's best
   match for any prompt is near 1, so one shared word — "tests" — is no evidence either);
 - it is in the prompt's own namespace (never the global one or another project's) and not in

@@ -194,7 +194,7 @@ def extract_entities_rules(text: str) -> list[Entity]:
     """Names in `text` without a model: capitalized word sequences (a sentence's first word
     only when it is not a stopword), camel-case words, acronyms, and quoted strings.
 
-    Names may join with lowercase connectors ("Bank of America"); titles like "Dr." stay
+    Names may join with lowercase connectors ("Gulf of Finland"); titles like "Dr." stay
     with the name. Weekday and month names are left to the date reader.
     """
     return [entity for entity, _ in _rule_entities(text)]
@@ -469,7 +469,7 @@ def _analyze_with_spacy(
 
 def clean_entity_text(surface: str) -> str:
     """An entity's surface form without surrounding quotes or punctuation, a leading article
-    or a possessive ("the Eiffel Tower's" -> "Eiffel Tower")."""
+    or a possessive ("the Space Needle's" -> "Space Needle")."""
     surface = _strip_possessive(surface.strip(" \t\n\"'“”‘’()[]{}.,;:!?"))
     surface = re.sub(r"^(?:the|a|an)\s+", "", surface, flags=re.IGNORECASE)
     return surface.strip()

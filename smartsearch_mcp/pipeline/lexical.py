@@ -45,7 +45,7 @@ _VOWELS = frozenset("aeiou")
 # Inflectional endings added back to a word or stem ("paint" -> "painted", "paintings").
 _SUFFIXES = "e|es|ed|er|ers|est|ing|ings|s"
 _DOUBLED_SUFFIXES = "ed|er|ers|est|ing|ings"
-_PHRASE_GAP = r"\W{1,3}"  # between the words of a phrase: "New York", "Dr. Jon", "New-York"
+_PHRASE_GAP = r"\W{1,3}"  # between the words of a phrase: "New York", "Dr. Ruiz", "New-York"
 
 
 # (weight, group, literal, pattern); the literal occurs in every lowercased text the pattern
@@ -142,7 +142,7 @@ def term_pattern(term: WeightedTerm) -> tuple[str, str]:
     starts with the literal, a substring every match contains.
 
     Words match whole (no letter, digit or underscore either side); phrases allow one to
-    three non-word characters between words ("New York", "New-York", "Dr. Jon"); numbers do
+    three non-word characters between words ("New York", "New-York", "Dr. Ruiz"); numbers do
     not match inside longer numbers ("3" is not found in "3.5"); inflected words also match
     their English inflections ("paint" -> "painted", "paintings").
     """

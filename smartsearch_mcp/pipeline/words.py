@@ -100,7 +100,7 @@ def normalize_word(word: str) -> str:
     return CONTRACTION_RE.sub("", word)
 
 
-# Chat spellings of common words (messaging apps: "my bday", "at my sis's apt"): a query word
+# Chat spellings of common words (messaging apps: "bday plans", "at my sis's apt"): a query word
 # on one side is also searched as the others ("birthday" finds "bday", "bday" finds
 # "birthday"), as a variant. Shortenings only, each unambiguous in a chat; no synonyms.
 _CHAT_SPELLINGS: tuple[tuple[str, ...], ...] = (
