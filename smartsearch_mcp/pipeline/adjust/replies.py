@@ -183,8 +183,9 @@ RESTATED_SHARE = 0.5
 # A question of at most this many words names only what it asks about ("how do I run the
 # linter with autofix again"); a longer one also tells the asker's circumstances ("How
 # should I prepare for the audition with the Vesper Quartet on April 9, given that..."),
-# which its reply restates. Measured: with no limit, BEAM at 1,500 tokens 0.615 -> 0.580 (its users ask at
-# length, and their replies then fill the budget); 12 words: 0.612, 20 words: 0.608.
+# which its reply restates. Measured: with no limit, BEAM at 1,500 tokens 0.615 -> 0.580
+# (its users ask at length, and their replies then fill the budget); 12 words: 0.612,
+# 20 words: 0.608.
 SHORT_QUESTION_WORDS = 12
 
 
