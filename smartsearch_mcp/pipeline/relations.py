@@ -1,7 +1,8 @@
-"""Names for the people and pets a question calls by relation: "Where does my sister work?"
-is about Tove when the memory says "a ferry ride with my sister Tove". People name a relative,
-a colleague or a pet once and say "my sister" or "Tove" afterwards, either way round; the name
-a memory gives a relation is searched next to the relation's word (part of stage 2)."""
+"""Names for the people and pets a question calls by relation: "What does my sister do for
+work?" is about Tove when the memory says "a ferry ride with my sister Tove". People name a
+relative, a colleague or a pet once and say "my sister" or "Tove" afterwards, either way
+round; the name a memory gives a relation is searched next to the relation's word (part of
+stage 2)."""
 
 from __future__ import annotations
 

@@ -85,14 +85,15 @@ _ASKS_VALUE = re.compile(
 
 def asks_for_a_value(question: str) -> bool:
     """Whether the question asks for a value (a date, amount, time, number): "When is the
-    recital?", "Which port does the dashboard use?", "how much is the rent"."""
+    recital?", "Which port is the preview server on?", "how much is the rent"."""
     return _ASKS_VALUE.search(question) is not None
 
 
 def gives_a_new_value(later: dict[str, frozenset[str]], earlier: dict[str, frozenset[str]]) -> bool:
     """Whether a later turn's values (`values_of`) hold one the earlier turn's do not, of a
-    kind the earlier gives: "the dashboard is on 5173 now, 3000 was taken" gives a new port
-    after "the dashboard runs on 3000"; "see you at 7pm" after "dinner at 7pm" gives none."""
+    kind the earlier gives: "the preview server is on 5173 now, 3000 was taken" gives a
+    new port after "the preview server runs on 3000"; "see you at 7pm" after "dinner at
+    7pm" gives none."""
     return any(kind in earlier and values - earlier[kind] for kind, values in later.items())
 
 
