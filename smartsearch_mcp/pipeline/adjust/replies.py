@@ -181,8 +181,8 @@ def adds_specifics(reply: Scored, said: Scored) -> bool:
 # reply's match of the question's words (the grep score).
 RESTATED_SHARE = 0.5
 # A question of at most this many words names only what it asks about ("how do I run the
-# linter with autofix again"); a longer one also tells the asker's circumstances ("How
-# should I prepare for the audition with the Vesper Quartet on April 9, given that..."),
+# linter with autofix again"); a longer one also tells the asker's circumstances ("What
+# should I practise for the audition with the Vesper Quartet on April 9, given that..."),
 # which its reply restates. Measured: with no limit, BEAM at 1,500 tokens 0.615 -> 0.580
 # (its users ask at length, and their replies then fill the budget); 12 words: 0.612,
 # 20 words: 0.608.
