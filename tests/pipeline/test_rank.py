@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -15,6 +16,7 @@ from smartsearch_mcp.pipeline.adjust.replies import (
     ECHO_MIN_WORDS,
     SHORT_TURN_WORDS,
     adds_specifics,
+    answers,
     credit_replied_turns,
     discount_echoes,
     restates,
@@ -449,3 +451,16 @@ def test_restating_compares_the_grep_match_of_the_two_turns() -> None:
     assert restates(matched(1, 0, "user", 0.5, lexical=2.0), reply)
     assert not restates(matched(1, 0, "user", 0.5, lexical=1.9), reply)
     assert restates(matched(1, 0, "user", 0.5, 0.0), matched(2, 1, "assistant", 0.5, 0.0))
+
+
+def test_a_reply_matching_none_of_the_questions_words_does_not_answer_a_short_turn() -> None:
+    # asked when the recital is: the ack adds a name, and nothing the question asks for
+    said_ = worded(7, 0, "user", 0.6, "The recital moved to Thursday.")
+    ack = worded(8, 1, "assistant", 0.5, "Noted; I'll tell Marguerite.")
+    unmatched = dataclasses.replace(
+        ack, candidate=dataclasses.replace(ack.candidate, lexical_score=0.0)
+    )
+
+    assert answers(said_, ack)  # it matches the question's words as well as the turn
+    assert not answers(said_, unmatched)
+    assert ids(credit_replied_turns([said_, unmatched], credit=1.0)) == [7, 8]

@@ -153,7 +153,7 @@ def long_passage(item: Scored) -> bool:
 # "aiohttp.ClientSession", "UPLOAD_LIMIT"), a name said mid-sentence, and the values of
 # `updates.values_of` (dates, amounts, times, numbers).
 _CODE = re.compile(r"`[^`]+`|\b\w+(?:[/.]\w+)+\b|\b[a-z]+_\w+\b|\b[A-Z]{2,}_\w+\b")
-_NAME = re.compile(r"(?<=[\w,;] )[A-Z][\w'-]*")
+_NAME = re.compile(r"(?<=[\w,;] )(?!I\b|I')[A-Z][\w'-]*")  # "I", "I'll": no name
 
 
 def adds_specifics(reply: Scored, said: Scored) -> bool:
@@ -206,11 +206,18 @@ def answers(said: Scored, reply: Scored) -> bool:
     """Whether the assistant's `reply` answers the user's turn `said` rather than restating
     it: the turn is a short question (`short_question`), or a short turn (at most
     `SHORT_TURN_WORDS` words: a request, a problem, a decision) to which the reply adds
-    something specific (`adds_specifics`) — what was done or found."""
+    something specific (`adds_specifics`) and that matches some of the question's words —
+    what was done or found. A reply that matches none of them
+    ("Noted; I'll tell QA." after "The release moves to Friday.", asked when the release
+    moves) holds nothing the question asks for, whatever it adds."""
     text = said.candidate.passage.turn.text
     if short_question(text):
         return True
-    return len(text.split()) <= SHORT_TURN_WORDS and adds_specifics(reply, said)
+    return (
+        len(text.split()) <= SHORT_TURN_WORDS
+        and reply.candidate.lexical_score > 0
+        and adds_specifics(reply, said)
+    )
 
 
 def restates(said: Scored, reply: Scored) -> bool:
