@@ -15,6 +15,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from smartsearch_mcp.pipeline.analyze import (
     MAX_TERM_CHARS,
     NAMED_LABELS,
@@ -24,6 +26,7 @@ from smartsearch_mcp.pipeline.analyze import (
     extract_entities_rules,
 )
 from smartsearch_mcp.pipeline.passages import sentence_spans
+from smartsearch_mcp.pipeline.term_counts import TermCounts
 from smartsearch_mcp.pipeline.words import (
     CALENDAR_WORDS,
     distinct_words,
@@ -110,6 +113,40 @@ class TermMatcher:
                     best[group] = value
         return sum(best.values())
 
+    def patterns(self) -> list[tuple[str, re.Pattern[str]]]:
+        """(literal, pattern) of each term, in matcher order."""
+        return [(literal, pattern) for _, _, literal, pattern in self._compiled]
+
+    def score_all(self, texts: Sequence[str] | TermCounts) -> list[float]:
+        """`score` of each text, from each term's matches counted over all the texts at once
+        (`TermCounts`; pass one to share its counts): the same sums, added in the same order.
+        """
+        counts = texts if isinstance(texts, TermCounts) else counts_of(texts)
+        if not self._compiled:
+            return [0.0] * len(counts)
+        factors = np.asarray(_REPEAT_FACTORS)
+        values = [
+            weight * factors[row]
+            for (weight, *_), row in zip(self._compiled, counts.rows(self.patterns()), strict=True)
+        ]
+        total = np.zeros(len(counts))
+        if not self._grouped:
+            for value in values:  # in term order, as `score` adds them
+                total += value
+            return total.tolist()
+        # Each group's best value, added in the order `score` adds them in: of the first
+        # term of each group found in the text (a later term of the group only raises it).
+        groups = 1 + max(group for _, group, _, _ in self._compiled)
+        best = np.zeros((groups, len(counts)))
+        first = np.full((groups, len(counts)), len(values))
+        for index, ((_, group, _, _), value) in enumerate(zip(self._compiled, values, strict=True)):
+            np.maximum(best[group], value, out=best[group])
+            first[group][(value > 0) & (first[group] == len(values))] = index
+        in_order = np.take_along_axis(best, np.argsort(first, axis=0, kind="stable"), axis=0)
+        for value in in_order:
+            total += value
+        return total.tolist()
+
     def matched(self, text: str) -> list[WeightedTerm]:
         """The terms found in `text`, in matcher order (for explanations and diagnostics)."""
         low = text.lower()
@@ -130,6 +167,11 @@ def _count(literal: str, pattern: re.Pattern[str], low: str) -> int:
         if count >= REPEAT_CAP:
             break
     return count
+
+
+def counts_of(texts: Sequence[str]) -> TermCounts:
+    """Term matches over `texts`, counted as `TermMatcher.score` counts them."""
+    return TermCounts(texts, REPEAT_CAP)
 
 
 def compile_terms(terms: QueryAnalysis | Iterable[WeightedTerm]) -> TermMatcher:

@@ -24,11 +24,13 @@ from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.lexical import (
     CorpusStats,
     compile_terms,
+    counts_of,
     select_prf_terms,
     term_pattern,
 )
 from smartsearch_mcp.pipeline.relations import RelationName
 from smartsearch_mcp.pipeline.spelling import memory_words
+from smartsearch_mcp.pipeline.term_counts import TermCounts
 from smartsearch_mcp.stages import CHANNELS, QUOTA_ONLY_CHANNELS
 from smartsearch_mcp.types import Candidate, Passage
 
@@ -190,22 +192,26 @@ def _names_pattern(speakers: frozenset[str]) -> re.Pattern[str] | None:
     return re.compile(r"\b(?:" + alternatives + r")(?:['’]s)?\b", re.IGNORECASE)
 
 
-def idf_weighted(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[WeightedTerm]:
+def idf_weighted(
+    terms: Sequence[WeightedTerm], lowered: Sequence[str] | TermCounts
+) -> list[WeightedTerm]:
     """Scale each term's weight by how rare it is among `lowered` texts (in how many of them
     it matches), so a word in every turn cannot outweigh the one that finds the answer."""
     return idf_from_counts(terms, term_document_counts(terms, lowered), len(lowered))
 
 
-def term_document_counts(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[int]:
+def term_document_counts(
+    terms: Sequence[WeightedTerm], lowered: Sequence[str] | TermCounts
+) -> list[int]:
     """For each term, how many of the `lowered` texts it matches the way grep matches it
     (whole words and their inflections, see `lexical.term_pattern`: "art" is not counted in
-    "party"). Counts of several batches of texts add up."""
-    counts = []
+    "party"). Counts of several batches of texts add up. With `TermCounts`, its counts."""
+    counts = lowered if isinstance(lowered, TermCounts) else counts_of(lowered)
+    patterns = []
     for term in terms:
         literal, source = term_pattern(term)
-        search = re.compile(source).search
-        counts.append(sum(1 for text in lowered if literal in text and search(text)))
-    return counts
+        patterns.append((literal, re.compile(source)))
+    return counts.documents(patterns)
 
 
 def idf_from_counts(
@@ -223,10 +229,11 @@ def idf_from_counts(
     return out
 
 
-def lexical_scores(terms: Sequence[WeightedTerm], lowered: Sequence[str]) -> list[float]:
+def lexical_scores(
+    terms: Sequence[WeightedTerm], lowered: Sequence[str] | TermCounts
+) -> list[float]:
     """The weighted grep score of every text (0.0 where nothing matches)."""
-    matcher = compile_terms(terms)
-    return [matcher.score(text) for text in lowered]
+    return compile_terms(terms).score_all(lowered)
 
 
 def add_prf(
@@ -396,8 +403,9 @@ def score_lexically(
     """Every passage's lexical score: idf-weighted grep, pseudo-relevance feedback, the date
     and speaker bonuses, and what matching the passage's whole burst adds (with
     `passages.burst_seconds`; CPU-bound over the whole corpus: run in a worker thread)."""
-    terms = idf_weighted(analysis.terms, corpus.lowered)
-    own = lexical_scores(terms, corpus.lowered)
+    counts = counts_of(corpus.lowered)  # each term is looked for once, for idf and score
+    terms = idf_weighted(analysis.terms, counts)
+    own = lexical_scores(terms, counts)
     scores, _ = add_prf(analysis, own, corpus, retrieval.prf_docs, retrieval.prf_terms)
     scores = add_date_bonus(scores, corpus.passages, analysis.time_range)
     scores = add_speaker_bonus(scores, said, retrieval.speaker_bonus)

@@ -1,0 +1,111 @@
+"""Term matches counted over many texts at once: the same counts and scores as matching each
+text alone (the oracle: `TermMatcher.score`, `re.finditer` per text)."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from smartsearch_mcp.pipeline import term_counts
+from smartsearch_mcp.pipeline.analyze import WeightedTerm, analyze_query
+from smartsearch_mcp.pipeline.lexical import REPEAT_CAP, compile_terms, counts_of, term_pattern
+from smartsearch_mcp.pipeline.retrieve import lexical_scores, term_document_counts
+from smartsearch_mcp.pipeline.term_counts import TermCounts, count_matches
+
+
+def patterns(terms: list[WeightedTerm]) -> list[tuple[str, re.Pattern[str]]]:
+    return [(literal, re.compile(source)) for literal, source in map(term_pattern, terms)]
+
+
+def counted_alone(pattern: re.Pattern[str], text: str, cap: int = REPEAT_CAP) -> int:
+    return min(cap, sum(1 for _ in pattern.finditer(text.lower())))
+
+
+PIECES = st.sampled_from(
+    ["new", "york", "New York", "new-york", "art", "party", "paint", "painted", "3", "3.5",
+     "30", "c++", "Ann", "ann's", "İstanbul", "ΣΑΣ", "σ", "\x00", "\x00\x00", " ", ".", ",",
+     "\n", "😀", "-", "_", "sis", "sister", "x1", "…"]
+)  # fmt: skip
+TEXTS = st.lists(st.lists(PIECES, max_size=12).map("".join), max_size=12)
+TERM_WORDS = st.sampled_from(
+    ["new york", "art", "paint", "3", "c++", "ann", "istanbul", "σας", "\x00", "a\x00b",
+     "sister", "sis", "x1", "new", "york", ".", "😀"]
+)  # fmt: skip
+TERMS = st.lists(
+    st.tuples(
+        TERM_WORDS,
+        st.floats(0.1, 3.0),
+        st.booleans(),
+        st.sampled_from([None, "new york", "sister", "art"]),
+    ).map(lambda t: WeightedTerm(t[0], round(t[1], 4), "word", inflect=t[2], group=t[3])),
+    max_size=7,
+)
+
+
+@given(TERMS, TEXTS)
+def test_counts_over_joined_texts_are_the_counts_of_each_text_alone(
+    terms: list[WeightedTerm], texts: list[str]
+) -> None:
+    found = count_matches(patterns(terms), texts, REPEAT_CAP)
+    for (_, pattern), row in zip(patterns(terms), found, strict=True):
+        assert row.tolist() == [counted_alone(pattern, text) for text in texts]
+
+
+@given(TERMS, TEXTS)
+def test_scores_of_all_texts_at_once_equal_each_texts_score_exactly(
+    terms: list[WeightedTerm], texts: list[str]
+) -> None:
+    matcher = compile_terms(terms)
+    assert matcher.score_all(texts) == [matcher.score(text) for text in texts]
+
+
+def test_texts_are_scanned_in_chunks_that_add_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(term_counts, "CHUNK_TEXTS", 3)
+    texts = [f"text {i} paint" + " paint" * (i % 4) for i in range(10)] + ["İ paints"]
+    terms = [WeightedTerm("paint", 1.0, "word", inflect=True)]
+    (row,) = count_matches(patterns(terms), texts, REPEAT_CAP)
+    assert row.tolist() == [1 + i % 4 for i in range(10)] + [1]
+    assert lexical_scores(terms, texts) == [compile_terms(terms).score(t) for t in texts]
+
+
+def test_no_match_crosses_from_one_text_to_the_next() -> None:
+    terms = [WeightedTerm("new york", 1.0, "entity"), WeightedTerm("3", 1.0, "number")]
+    (phrase, number) = count_matches(patterns(terms), ["in new", "york", "3", ".5", "3."], 20)
+    assert phrase.tolist() == [0, 0, 0, 0, 0]
+    assert number.tolist() == [0, 0, 1, 0, 1]
+
+
+def test_counts_stop_at_the_cap() -> None:
+    terms = [WeightedTerm("paint", 1.0, "word")]
+    (row,) = count_matches(patterns(terms), ["paint " * 30, "paint " * 3], 20)
+    assert row.tolist() == [20, 3]
+    with pytest.raises(ValueError, match="cap"):
+        count_matches(patterns(terms), ["paint"], 256)
+
+
+def test_idf_and_scores_share_one_count_of_each_term(monkeypatch: pytest.MonkeyPatch) -> None:
+    scanned: list[str] = []
+    real = term_counts.count_matches
+
+    def counting(found: list[tuple[str, re.Pattern[str]]], *args: object) -> object:
+        scanned.extend(p.pattern for _, p in found)
+        return real(found, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(term_counts, "count_matches", counting)
+    texts = ["ann painted the lake", "the lake", "ann"]
+    terms = [WeightedTerm("ann", 2.0, "proper"), WeightedTerm("lake", 1.0, "noun", inflect=True)]
+    counts = counts_of(texts)
+    assert term_document_counts(terms, counts) == [2, 2]
+    assert lexical_scores(terms, counts) == [compile_terms(terms).score(t) for t in texts]
+    assert len(scanned) == 2
+    assert isinstance(counts, TermCounts) and len(counts) == 3
+
+
+@given(st.text(max_size=80), TEXTS)
+def test_any_question_scores_the_same_over_all_texts_at_once(query: str, texts: list[str]) -> None:
+    matcher = compile_terms(analyze_query(query, None, datetime(2023, 6, 14)))
+    assert matcher.score_all(texts) == [matcher.score(text) for text in texts]
