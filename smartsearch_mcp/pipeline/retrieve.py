@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import heapq
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -301,10 +300,14 @@ def top_indices(scores: Sequence[float] | np.ndarray, n: int, minimum: float = 0
     """Indices of the `n` highest scores above `minimum`, best first (ties: lower index)."""
     if n <= 0:
         return []
-    best = heapq.nsmallest(
-        n, (i for i, s in enumerate(scores) if s > minimum), key=lambda i: (-scores[i], i)
-    )
-    return list(best)
+    values = np.asarray(scores, dtype=np.float64)
+    above = np.flatnonzero(values > minimum)
+    best = values[above]
+    if len(above) > n:  # only the scores that can be among the best n are sorted
+        nth = np.partition(best, len(best) - n)[len(best) - n]
+        keep = best >= nth
+        above, best = above[keep], best[keep]
+    return above[np.lexsort((above, -best))][:n].tolist()
 
 
 def select_candidates(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import re
 
 import numpy as np
@@ -29,6 +30,27 @@ def test_top_indices_takes_the_best_positive_scores_with_ties_to_the_lower_index
     assert top_indices([0.0, 2.0, 1.0, 2.0, -1.0], 3) == [1, 3, 2]
     assert top_indices([0.0, 0.0], 5) == []
     assert top_indices([1.0], 0) == []
+
+
+def heap_top_indices(scores: list[float], n: int, minimum: float) -> list[int]:
+    """The oracle: a heap over the scores above `minimum`, keyed (-score, index)."""
+    above = (i for i, s in enumerate(scores) if s > minimum)
+    return heapq.nsmallest(max(n, 0), above, key=lambda i: (-scores[i], i))
+
+
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, 2.5000001, -1.0, 7.0, float("nan"), 3]))
+    | st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32)),
+    st.integers(-1, 12),
+    st.sampled_from([0.0, -1.0, 2.0, float("-inf")]),
+    st.booleans(),
+)
+def test_top_indices_agree_with_a_heap_of_every_score(
+    scores: list[float], n: int, minimum: float, as_array: bool
+) -> None:
+    values = np.asarray(scores, dtype=np.float32) if as_array else scores
+    expected = heap_top_indices(list(values), n, minimum)
+    assert top_indices(values, n, minimum) == expected
 
 
 def test_each_channel_contributes_its_quota_before_agreement_fills_the_rest() -> None:
