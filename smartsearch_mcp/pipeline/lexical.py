@@ -169,9 +169,10 @@ def _count(literal: str, pattern: re.Pattern[str], low: str) -> int:
     return count
 
 
-def counts_of(texts: Sequence[str]) -> TermCounts:
-    """Term matches over `texts`, counted as `TermMatcher.score` counts them."""
-    return TermCounts(texts, REPEAT_CAP)
+def counts_of(texts: Sequence[str], lowered: bool = False) -> TermCounts:
+    """Term matches over `texts`, counted as `TermMatcher.score` counts them (`lowered`: the
+    texts are lowercase already, as a corpus's `lowered` texts are)."""
+    return TermCounts(texts, REPEAT_CAP, lowered)
 
 
 def compile_terms(terms: QueryAnalysis | Iterable[WeightedTerm]) -> TermMatcher:

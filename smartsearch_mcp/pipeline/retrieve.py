@@ -254,7 +254,8 @@ def add_prf(
     )
     if not expansion:
         return scores, []
-    return with_feedback(scores, lexical_scores(expansion, corpus.lowered)), expansion
+    extra = lexical_scores(expansion, counts_of(corpus.lowered, lowered=True))
+    return with_feedback(scores, extra), expansion
 
 
 def feedback_texts(passages: Iterable[Passage]) -> list[str]:
@@ -406,7 +407,8 @@ def score_lexically(
     """Every passage's lexical score: idf-weighted grep, pseudo-relevance feedback, the date
     and speaker bonuses, and what matching the passage's whole burst adds (with
     `passages.burst_seconds`; CPU-bound over the whole corpus: run in a worker thread)."""
-    counts = counts_of(corpus.lowered)  # each term is looked for once, for idf and score
+    # each term is looked for once, for its idf and its score
+    counts = counts_of(corpus.lowered, lowered=True)
     terms = idf_weighted(analysis.terms, counts)
     own = lexical_scores(terms, counts)
     scores, _ = add_prf(analysis, own, corpus, retrieval.prf_docs, retrieval.prf_terms)

@@ -25,12 +25,13 @@ MAX_CAP = 255  # counts are kept as bytes
 
 class TermCounts:
     """How often each pattern matches each of `texts` (lowercased before matching, as
-    `TermMatcher.score` lowercases), counted once per pattern and kept: the idf of the
-    query's terms and their scores read the same counts."""
+    `TermMatcher.score` lowercases, unless they are `lowered` already), counted once per
+    pattern and kept: the idf of the query's terms and their scores read the same counts."""
 
-    def __init__(self, texts: Sequence[str], cap: int) -> None:
+    def __init__(self, texts: Sequence[str], cap: int, lowered: bool = False) -> None:
         self.texts = texts
         self.cap = cap
+        self.lowered = lowered
         self._rows: dict[str, np.ndarray] = {}
 
     def __len__(self) -> int:
@@ -41,7 +42,7 @@ class TermCounts:
         `cap` (the patterns not counted yet are counted in one pass over the texts)."""
         todo = {p.pattern: (lit, p) for lit, p in patterns if p.pattern not in self._rows}
         if todo:
-            counted = count_matches(list(todo.values()), self.texts, self.cap)
+            counted = count_matches(list(todo.values()), self.texts, self.cap, self.lowered)
             self._rows.update(zip(todo, counted, strict=True))
         return [self._rows[p.pattern] for _, p in patterns]
 
@@ -51,11 +52,16 @@ class TermCounts:
 
 
 def count_matches(
-    patterns: Sequence[tuple[str, re.Pattern[str]]], texts: Sequence[str], cap: int
+    patterns: Sequence[tuple[str, re.Pattern[str]]],
+    texts: Sequence[str],
+    cap: int,
+    lowered: bool = False,
 ) -> list[np.ndarray]:
     """For each (literal, pattern) — the pattern starting with its literal, as
     `lexical.term_pattern` makes them — how many non-overlapping matches it has in each
-    lowercased text, at most `cap`: what `pattern.finditer(text.lower())` counts.
+    lowercased text, at most `cap`: what `pattern.finditer(text.lower())` counts. `lowered`:
+    the texts are lowercase already (lowercasing again changes no character) and are
+    matched as they are.
 
     Texts are joined `CHUNK_TEXTS` at a time by `SEPARATOR`, each pattern runs once over the
     join, and each match is given to the text it starts in. No match crosses a separator:
@@ -69,9 +75,9 @@ def count_matches(
     alone = [i for i, (_, p) in enumerate(patterns) if "\x00" in p.pattern]
     for start in range(0, len(texts), CHUNK_TEXTS):
         chunk = texts[start : start + CHUNK_TEXTS]
-        lowered = [text.lower() for text in chunk] if alone else None
+        low = (list(chunk) if lowered else [text.lower() for text in chunk]) if alone else None
         if joined:
-            text, starts = _joined(chunk)
+            text, starts = _joined(chunk, lowered)
             for i in joined:
                 found = [m.start() for m in patterns[i][1].finditer(text)]
                 if found:
@@ -79,24 +85,24 @@ def count_matches(
                     hits = np.bincount(owner, minlength=len(chunk))
                     counts[i][start : start + len(chunk)] = np.minimum(hits, cap)
         for i in alone:
-            assert lowered is not None
+            assert low is not None
             literal, pattern = patterns[i]
             counts[i][start : start + len(chunk)] = [
-                _count(literal, pattern, low, cap) for low in lowered
+                _count(literal, pattern, one, cap) for one in low
             ]
     return counts
 
 
-def _joined(texts: Sequence[str]) -> tuple[str, np.ndarray]:
+def _joined(texts: Sequence[str], lowered: bool) -> tuple[str, np.ndarray]:
     """The lowercased texts joined by `SEPARATOR`, and where each starts in the join."""
     joined = SEPARATOR.join(texts)
-    if joined.isascii():  # lowercasing keeps every length
+    if lowered or joined.isascii():  # lowercasing keeps every length
         lengths = [len(text) for text in texts]
-        joined = joined.lower()
+        joined = joined if lowered else joined.lower()
     else:  # a few characters lowercase to two ("İ"): lowercase each text alone
-        lowered = [text.lower() for text in texts]
-        lengths = [len(text) for text in lowered]
-        joined = SEPARATOR.join(lowered)
+        each = [text.lower() for text in texts]
+        lengths = [len(text) for text in each]
+        joined = SEPARATOR.join(each)
     starts = np.zeros(len(texts), dtype=np.int64)
     if len(texts) > 1:
         np.cumsum(np.asarray(lengths[:-1], dtype=np.int64) + len(SEPARATOR), out=starts[1:])

@@ -109,3 +109,20 @@ def test_idf_and_scores_share_one_count_of_each_term(monkeypatch: pytest.MonkeyP
 def test_any_question_scores_the_same_over_all_texts_at_once(query: str, texts: list[str]) -> None:
     matcher = compile_terms(analyze_query(query, None, datetime(2023, 6, 14)))
     assert matcher.score_all(texts) == [matcher.score(text) for text in texts]
+
+
+@given(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF)))
+def test_lowercasing_a_lowercased_text_changes_nothing(text: str) -> None:
+    assert text.lower().lower() == text.lower()  # what matching lowered texts as-is relies on
+
+
+@given(TERMS, TEXTS)
+def test_lowered_texts_are_counted_as_they_are_with_the_same_counts(
+    terms: list[WeightedTerm], texts: list[str]
+) -> None:
+    lowered = [text.lower() for text in texts]
+    as_they_are = count_matches(patterns(terms), lowered, REPEAT_CAP, lowered=True)
+    found = count_matches(patterns(terms), texts, REPEAT_CAP)
+    assert [row.tolist() for row in as_they_are] == [row.tolist() for row in found]
+    matcher = compile_terms(terms)
+    assert matcher.score_all(counts_of(lowered, lowered=True)) == list(map(matcher.score, texts))
