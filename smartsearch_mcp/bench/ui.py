@@ -4,11 +4,14 @@ and one long session, the app in process (every request through its access check
 browser's would go), each view requested `repeats` times after one warm-up request.
 
 The target is every paged view under 300 ms at 100,000 turns; the search's recall replay is
-measured too, with the configuration given (its ranking costs what a `recall` costs)."""
+measured too, with the configuration given (its ranking costs what a `recall` costs: a
+configuration with `retrieval.mode = "indexed"` measures that mode). The report says the
+retrieval mode and the machine's load average before and after the requests."""
 
 from __future__ import annotations
 
 import logging
+import os
 import random
 import secrets
 import statistics
@@ -137,6 +140,7 @@ def run_ui_bench(config: Config, options: UiBenchOptions, workdir: Path) -> dict
     stored = anyio.run(build_memory, db, options.turns, options.seed)
     build_s = time.perf_counter() - started
     log.info("memory of %d turns ready in %.1f s", stored, build_s)
+    load_before = _load_average()
     token = secrets.token_urlsafe(32)
     access = ui_access(token, 8770)
     app = create_ui_app(config, str(db), NAMESPACE, access)
@@ -162,14 +166,25 @@ def run_ui_bench(config: Config, options: UiBenchOptions, workdir: Path) -> dict
                     "bytes": len(first.content),
                 }
             )
-    return {"turns": stored, "build_s": build_s, "repeats": options.repeats, "views": rows}
+    return {
+        "turns": stored,
+        "build_s": build_s,
+        "repeats": options.repeats,
+        "mode": config.retrieval.mode,
+        "load_average": [load_before, _load_average()],  # 1-minute, before and after
+        "views": rows,
+    }
 
 
 def format_report(data: dict[str, Any]) -> str:
     """The measurements as a markdown table."""
+    load = [f"{value:.1f}" for value in data.get("load_average", []) if value is not None]
     lines = [
-        f"Memory browser render times, {data['turns']:,} turns "
-        f"({data['repeats']} requests per view after one warm-up; target < {TARGET_MS:.0f} ms):",
+        f"Memory browser render times, {data['turns']:,} turns, retrieval.mode = "
+        f"{data.get('mode', 'grep')} ({data['repeats']} requests per view after one warm-up; "
+        f"target < {TARGET_MS:.0f} ms"
+        + (f"; load average {' -> '.join(load)}" if load else "")
+        + "):",
         "",
         "| view | median ms | p95 ms | max ms | KB |",
         "|---|---:|---:|---:|---:|",
@@ -180,6 +195,14 @@ def format_report(data: dict[str, Any]) -> str:
             f"{row['max_ms']:.1f} | {row['bytes'] / 1024:.1f} |"
         )
     return "\n".join(lines)
+
+
+def _load_average() -> float | None:
+    """The machine's 1-minute load average (None where the system does not say)."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
 
 
 def _iso(epoch: int) -> str:

@@ -29,4 +29,5 @@ def test_a_small_bench_run_times_every_view(tmp_path: Path, capsys):
     report = capsys.readouterr().out
     for view in ("overview", "session", "timeline", "grep", "search (recall replay)"):
         assert f"| {view} |" in report
+    assert "300 turns, retrieval.mode = grep (" in report
     assert (out / "summary.md").exists()
