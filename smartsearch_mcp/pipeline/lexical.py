@@ -26,7 +26,7 @@ from smartsearch_mcp.pipeline.analyze import (
     extract_entities_rules,
 )
 from smartsearch_mcp.pipeline.passages import sentence_spans
-from smartsearch_mcp.pipeline.term_counts import TermCounts
+from smartsearch_mcp.pipeline.term_counts import TermCounts, count_capped
 from smartsearch_mcp.pipeline.words import (
     CALENDAR_WORDS,
     distinct_words,
@@ -103,12 +103,14 @@ class TermMatcher:
             total = 0.0
             for weight, _, literal, pattern in self._compiled:
                 if literal in low:
-                    total += weight * _REPEAT_FACTORS[_count(literal, pattern, low)]
+                    total += (
+                        weight * _REPEAT_FACTORS[count_capped(literal, pattern, low, REPEAT_CAP)]
+                    )
             return total
         best: dict[int, float] = {}
         for weight, group, literal, pattern in self._compiled:
             if literal in low:
-                value = weight * _REPEAT_FACTORS[_count(literal, pattern, low)]
+                value = weight * _REPEAT_FACTORS[count_capped(literal, pattern, low, REPEAT_CAP)]
                 if value > best.get(group, 0.0):
                     best[group] = value
         return sum(best.values())
@@ -155,18 +157,6 @@ class TermMatcher:
             for term, (_, _, literal, pattern) in zip(self.terms, self._compiled, strict=True)
             if literal in low and pattern.search(low) is not None
         ]
-
-
-def _count(literal: str, pattern: re.Pattern[str], low: str) -> int:
-    """How many times `pattern` matches `low`, capped at REPEAT_CAP."""
-    if low.count(literal) == 1:
-        return 1 if pattern.search(low) is not None else 0
-    count = 0
-    for _ in pattern.finditer(low):
-        count += 1
-        if count >= REPEAT_CAP:
-            break
-    return count
 
 
 def counts_of(texts: Sequence[str], lowered: bool = False) -> TermCounts:

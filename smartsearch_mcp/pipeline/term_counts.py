@@ -88,7 +88,7 @@ def count_matches(
             assert low is not None
             literal, pattern = patterns[i]
             counts[i][start : start + len(chunk)] = [
-                _count(literal, pattern, one, cap) for one in low
+                count_capped(literal, pattern, one, cap) for one in low
             ]
     return counts
 
@@ -109,9 +109,14 @@ def _joined(texts: Sequence[str], lowered: bool) -> tuple[str, np.ndarray]:
     return joined, starts
 
 
-def _count(literal: str, pattern: re.Pattern[str], low: str, cap: int) -> int:
-    if literal not in low:
+def count_capped(literal: str, pattern: re.Pattern[str], low: str, cap: int) -> int:
+    """How many times `pattern` (whose every match holds `literal`) matches `low`, at most
+    `cap`; the literal's own count first, as a cheap filter."""
+    found = low.count(literal)
+    if found == 0:
         return 0
+    if found == 1:
+        return 1 if pattern.search(low) is not None else 0
     count = 0
     for _ in pattern.finditer(low):
         count += 1
