@@ -56,10 +56,11 @@ CONNECT_TIMEOUT_S = 1.0
 ANSWER_TIMEOUT_S = 300.0  # a recall over a very large memory can take minutes
 
 
-def runtime_dir(create: bool = False) -> Path | None:
-    """This user's private directory for sockets, or None when it is missing (and not
-    created) or not private (owned by another user, a symlink, open to others)."""
-    override = os.environ.get(RUNTIME_ENV)
+def runtime_dir(create: bool = False, override: str | Path | None = None) -> Path | None:
+    """This user's private directory for sockets (`override`, else $SMARTSEARCH_RUNTIME_DIR,
+    else the usual one), or None when it is missing (and not created) or not private (owned
+    by another user, a symlink, open to others)."""
+    override = override or os.environ.get(RUNTIME_ENV)
     if override:
         directory = Path(override)
     elif os.environ.get("XDG_RUNTIME_DIR"):
@@ -82,11 +83,14 @@ def runtime_dir(create: bool = False) -> Path | None:
     return directory
 
 
-def socket_path(db: str | Path, create_dir: bool = False) -> Path | None:
-    """The socket of the server on database `db`, or None where there can be none."""
+def socket_path(
+    db: str | Path, create_dir: bool = False, runtime: str | Path | None = None
+) -> Path | None:
+    """The socket of the server on database `db` (in the `runtime` directory when given, as
+    `runtime_dir` takes it), or None where there can be none."""
     if not hasattr(socket, "AF_UNIX") or not hasattr(os, "getuid") or str(db) == ":memory:":
         return None
-    directory = runtime_dir(create=create_dir)
+    directory = runtime_dir(create=create_dir, override=runtime)
     if directory is None:
         return None
     real = str(db) if is_postgres_url(db) else os.path.realpath(os.path.expanduser(str(db)))

@@ -368,17 +368,9 @@ def test_the_server_tells_the_agent_injected_turns_are_not_all_and_to_recall_for
 def _answering_server(db: Path, runtime: Path, passages: list[dict[str, Any]]) -> Iterator[list]:
     """A stand-in for a running server on `db`: answers each recall with `passages` and
     records the requests it gets."""
-    from smartsearch_mcp.recall_socket import RUNTIME_ENV, socket_path
+    from smartsearch_mcp.recall_socket import socket_path
 
-    previous = os.environ.get(RUNTIME_ENV)
-    os.environ[RUNTIME_ENV] = str(runtime)
-    try:
-        path = socket_path(db)
-    finally:
-        if previous is None:
-            os.environ.pop(RUNTIME_ENV, None)
-        else:
-            os.environ[RUNTIME_ENV] = previous
+    path = socket_path(db, runtime=runtime)
     assert path is not None
     requests: list[dict[str, Any]] = []
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

@@ -204,6 +204,12 @@ def test_a_runtime_directory_open_to_others_is_not_used(tmp_path, monkeypatch):
     assert runtime_dir() is None  # missing, not created
     assert runtime_dir(create=True) == private
     assert private.stat().st_mode & 0o777 == 0o700
+    # a directory given outright is held to the same rules and wins over the environment
+    assert socket_path(tmp_path / "memory.db", runtime=shared) is None
+    other = tmp_path / "other"
+    other.mkdir(mode=0o700)
+    path = socket_path(tmp_path / "memory.db", runtime=other)
+    assert path is not None and path.parent == other
 
 
 def _exchange(path: Path, payload: bytes) -> dict[str, object]:

@@ -329,15 +329,7 @@ def time_hooks(
         server = None
         try:
             if with_server:
-                previous = os.environ.get(RUNTIME_ENV)
-                os.environ[RUNTIME_ENV] = str(runtime)
-                try:
-                    sock = socket_path(db)
-                finally:
-                    if previous is None:
-                        os.environ.pop(RUNTIME_ENV, None)
-                    else:
-                        os.environ[RUNTIME_ENV] = previous
+                sock = socket_path(db, runtime=runtime)
                 server = subprocess.Popen(
                     [sys.executable, "-m", "smartsearch_mcp", "serve", *options],
                     stdin=subprocess.PIPE,
