@@ -257,21 +257,6 @@ async def _local_recall(
     return recall_output(result).model_dump(mode="json")
 
 
-def build_injection(
-    recall: Callable[[], tuple[dict[str, Any], str] | None],
-    prompt: str,
-    namespace: str,
-    current_session: str | None,
-    config: Config,
-    counter: TokenCounter,
-) -> Injection:
-    """Run `recall` within `inject.time_limit_s` and keep what clears the bar; an Injection
-    with empty text (and the reason) otherwise. Never raises."""
-    return PendingInjection(
-        TimedWork(recall), lambda: counter, prompt, namespace, current_session, config
-    ).finish()
-
-
 @dataclass(frozen=True)
 class PendingInjection:
     """A recall for the prompt running in its thread, and how to choose and render what it
@@ -347,17 +332,6 @@ def start_injection(
     )
 
 
-def injection_for_prompt(
-    config: Config, db: str, prompt: str, session: str, namespace: str, began: datetime
-) -> Injection:
-    """What to add to the agent's context for `prompt` (a user-prompt hook's, in `session`),
-    from the turns of `namespace` stored before the hook `began` (the prompt already
-    stored). Never raises."""
-    stored = Gate()
-    stored.open(True)
-    return start_injection(config, db, prompt, session, namespace, began, stored).finish()
-
-
 class _Marker:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -406,12 +380,6 @@ class TimedWork(Generic[T]):
         return result
 
 
-def run_with_time_limit(work: Callable[[], T], seconds: float) -> T | Any:
-    """`work()` in a daemon thread: its result, `TIMED_OUT` when it has not finished after
-    `seconds` (the thread is abandoned: see `abandoned`), `FAILED` when it raised (logged)."""
-    return TimedWork(work).outcome(seconds)
-
-
 def abandoned() -> bool:
     """Whether a recall thread is still running after its time limit (the process should
     then exit at once rather than wait for it or finalize under it)."""
@@ -426,14 +394,12 @@ __all__ = [
     "PendingInjection",
     "TimedWork",
     "abandoned",
-    "build_injection",
     "confident_passages",
     "fallback_config",
     "hook_output",
     "passage_line",
     "recall_for_prompt",
     "render_injection",
-    "run_with_time_limit",
     "shared_words",
     "start_injection",
 ]

@@ -29,12 +29,10 @@ from smartsearch_mcp.inject import (
     InjectedPassage,
     PendingInjection,
     TimedWork,
-    build_injection,
     confident_passages,
     hook_output,
     recall_for_prompt,
     render_injection,
-    run_with_time_limit,
 )
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.tokens import get_token_counter
@@ -145,14 +143,14 @@ def test_the_hook_output_is_the_documented_additional_context_json():
 
 def test_work_over_its_time_limit_is_abandoned_and_a_failure_is_reported_not_raised():
     release = threading.Event()
-    assert run_with_time_limit(release.wait, 0.05) is TIMED_OUT
+    assert TimedWork(release.wait).outcome(0.05) is TIMED_OUT
     release.set()
 
     def broken() -> None:
         raise RuntimeError("boom")
 
-    assert run_with_time_limit(broken, 5) is FAILED
-    assert run_with_time_limit(lambda: 42, 5) == 42
+    assert TimedWork(broken).outcome(5) is FAILED
+    assert TimedWork(lambda: 42).outcome(5) == 42
 
 
 def test_an_injection_says_why_nothing_was_injected():
@@ -161,16 +159,18 @@ def test_an_injection_says_why_nothing_was_injected():
     def recall() -> tuple[dict[str, Any], str]:
         return _recalled(_passage(1, "The vet said it's a cracked tooth.", 0.9)), "server"
 
-    nothing = build_injection(recall, PROMPT, "proj", None, config, COUNTER)
+    nothing = PendingInjection(
+        TimedWork(recall), lambda: COUNTER, PROMPT, "proj", None, config
+    ).finish()
     assert (nothing.text, nothing.reason, nothing.source) == ("", "not confident", "server")
-    found = build_injection(
-        lambda: (_recalled(_passage(1, FLAT, 0.9)), "server"),
+    found = PendingInjection(
+        TimedWork(lambda: (_recalled(_passage(1, FLAT, 0.9)), "server")),
+        lambda: COUNTER,
         PROMPT,
         "proj",
         None,
         config,
-        COUNTER,
-    )
+    ).finish()
     assert found.reason == "injected" and "#1:" in found.text and found.tokens <= 400
 
 
