@@ -128,13 +128,13 @@ def replaced_values(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def names_a_replaced_value(later: str, earlier: str) -> bool:
-    """Whether a later turn says that a value the earlier one gives was replaced:
-    "upgraded Python from 3.10 to 3.12" after "pin python 3.10 in the Dockerfile";
-    "Replaced `moment` with `date-fns`" after "format the dates with moment". A number is
-    named only as a whole ("10" is not in "2026-11-10" or "v10.2")."""
+def names_a_replaced_value(replaced: Collection[str], earlier: str) -> bool:
+    """Whether the earlier turn gives one of the values a later turn says were replaced
+    (`replaced_values`): "upgraded Python from 3.10 to 3.12" after "pin python 3.10 in the
+    Dockerfile"; "Replaced `moment` with `date-fns`" after "format the dates with moment". A
+    number is named only as a whole ("10" is not in "2026-11-10" or "v10.2")."""
     old_text = earlier.replace("`", "").lower()
-    for value in replaced_values(later):
+    for value in replaced:
         named = re.compile(rf"(?<![\w./:-]){re.escape(value)}(?![\w/-]|[.:]\w)")
         if named.search(old_text):
             return True

@@ -231,10 +231,14 @@ def test_a_replacement_said_outright_names_the_value_given_up() -> None:
 
 def test_an_earlier_turn_holds_a_replaced_value_only_as_a_whole_word() -> None:
     upgraded = "Upgraded Python from 3.10 to 3.12 in the Dockerfile."
-    assert names_a_replaced_value(upgraded, "pin python 3.10 in the image please")
-    assert not names_a_replaced_value(upgraded, "python 3.10.4 is what the runner has")
-    assert not names_a_replaced_value("Bumped the retries from 10 to 12", "shipped on 2026-03-10")
-    assert not names_a_replaced_value(upgraded, "Use the slim base image.")
+    assert names_a_replaced_value(replaced_values(upgraded), "pin python 3.10 in the image please")
+    assert not names_a_replaced_value(
+        replaced_values(upgraded), "python 3.10.4 is what the runner has"
+    )
+    assert not names_a_replaced_value(
+        replaced_values("Bumped the retries from 10 to 12"), "shipped on 2026-03-10"
+    )
+    assert not names_a_replaced_value(replaced_values(upgraded), "Use the slim base image.")
 
 
 def test_a_replacement_said_outright_supersedes_whatever_the_similarity() -> None:

@@ -59,6 +59,7 @@ def prefer_later_restatements(
         return list(scored)
     window = min(SUPERSEDE_WINDOW, len(scored))
     values: dict[int, dict[str, frozenset[str]]] = {}
+    replaced: dict[int, frozenset[str]] = {}
     decided: dict[tuple[int, int], bool] = {}
 
     def values_at(k: int) -> dict[str, frozenset[str]]:
@@ -67,6 +68,11 @@ def prefer_later_restatements(
             values[k] = values_of(passage.text, passage.turn.timestamp or "")
         return values[k]
 
+    def replaced_at(k: int) -> frozenset[str]:
+        if k not in replaced:
+            replaced[k] = replaced_values(scored[k].candidate.passage.text)
+        return replaced[k]
+
     def supersedes(j: int, i: int) -> bool:
         if (j, i) not in decided:
             decided[j, i] = _supersedes_in(scored, j, i, similarity[i][j])
@@ -74,25 +80,24 @@ def prefer_later_restatements(
 
     def _supersedes_in(items: Sequence[Scored], j: int, i: int, similar: float) -> bool:
         later, earlier = items[j], items[i]
-        if names_a_replaced_value(later.candidate.passage.text, earlier.candidate.passage.text):
-            # said outright, by anyone, in any session: "upgraded Python from 3.10 to 3.12"
-            return _later_and_sure(later, earlier, min_confidence) and (
-                asked is None
-                or shares_a_subject(
-                    later.candidate.passage.text, earlier.candidate.passage.text, asked
-                )
-            )
-        if replaced_values(later.candidate.passage.text):
-            return False  # it says what it replaced, and the earlier does not give that
-        if not _supersedes(later, earlier, similar, threshold, min_confidence):
-            return False
-        if same_speaker and not _same_speaker(later, earlier):
-            return False
-        if needs_change and not (
-            states_a_change(later.candidate.passage.turn.text)
-            or (value_asked and gives_a_new_value(values_at(j), values_at(i)))
-        ):
-            return False
+        gone = replaced_at(j)
+        if gone:
+            # said outright ("upgraded Python from 3.10 to 3.12"), by anyone, in any session,
+            # and only of a turn that gives what was replaced
+            if not names_a_replaced_value(gone, earlier.candidate.passage.text):
+                return False
+            if not _later_and_sure(later, earlier, min_confidence):
+                return False
+        else:
+            if not _supersedes(later, earlier, similar, threshold, min_confidence):
+                return False
+            if same_speaker and not _same_speaker(later, earlier):
+                return False
+            if needs_change and not (
+                states_a_change(later.candidate.passage.turn.text)
+                or (value_asked and gives_a_new_value(values_at(j), values_at(i)))
+            ):
+                return False
         return asked is None or shares_a_subject(
             later.candidate.passage.text, earlier.candidate.passage.text, asked
         )
