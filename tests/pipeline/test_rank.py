@@ -434,16 +434,28 @@ def test_a_user_turn_matching_the_question_as_well_as_its_reply_is_still_credite
     assert ids(credit_replied_turns(items, credit=1.0)) == [20, 21]
 
 
-def test_a_reply_matching_words_its_user_turn_lacks_is_not_an_echo() -> None:
-    # "make the upload faster" answered by "switched the uploader to boto3 multipart",
-    # asked "boto3 multipart": the reply holds the answer and keeps its score.
-    answer = [matched(16, 1, "assistant", 0.8, lexical=5.9), matched(15, 0, "user", 0.7, 0.6)]
-    assert discount_echoes(answer, discount=0.3) == answer
+def test_a_long_reply_is_an_echo_of_a_found_turn_whatever_words_it_matches() -> None:
+    # a long passage elaborates, and costs a fifth of a budget: below the turn it replies
+    # to whether it matches more of the question's words (5.9) or fewer (3.0)
+    for lexical in (5.9, 3.0):
+        items = [matched(16, 1, "assistant", 0.8, lexical), matched(15, 0, "user", 0.7, 2.5)]
+        out = discount_echoes(items, discount=0.3)
+        assert ids(out) == [15, 16]
+        assert out[1].score == pytest.approx(0.56)
+    # its turn not found: the reply is all there is
+    alone = [matched(16, 1, "assistant", 0.8, 5.9), matched(30, 5, "user", 0.7, 2.5)]
+    assert discount_echoes(alone, discount=0.3) == alone
 
-    echo = [matched(16, 1, "assistant", 0.8, lexical=3.0), matched(15, 0, "user", 0.7, 2.5)]
-    out = discount_echoes(echo, discount=0.3)
-    assert ids(out) == [15, 16]
-    assert out[1].score == pytest.approx(0.56)
+
+def test_a_long_reply_does_not_answer_a_short_question_ahead_of_it() -> None:
+    question = worded(25, 0, "user", 0.7, "how do I rebuild the search index again")
+    short = worded(26, 1, "assistant", 0.5, "`make reindex`, about 4 minutes")
+    long_ = worded(26, 1, "assistant", 0.5, "`make reindex` rebuilds the search index. " * 16)
+
+    assert answers(question, short)
+    assert not answers(question, long_)
+    assert ids(credit_replied_turns([question, short], credit=1.0)) == [26, 25]
+    assert ids(credit_replied_turns([question, long_], credit=1.0)) == [25, 26]
 
 
 def test_restating_compares_the_grep_match_of_the_two_turns() -> None:

@@ -97,41 +97,37 @@ def _best_of_user_run(
 
 
 def discount_echoes(scored: Sequence[Scored], discount: float) -> list[Scored]:
-    """Lower each assistant passage that replies to a user turn among `scored` (the turn
-    just before it in its session) by `discount` x its score (|score|: a negative score goes
-    further down), and sort again, best first (ties keep their order).
+    """Lower each long assistant passage (`long_passage`) that replies to a user turn among
+    `scored` (the turn just before it in its session) by `discount` x its score (|score|: a
+    negative score goes further down), and sort again, best first (ties keep their order).
 
-    A long reply restates the question it answers, so it matches the question's words about
-    as well as the user's turn does, and a budget fills with two copies of one thing. When
-    the user's turn was found, the reply adds less than another passage would; when it was
-    not, the reply is all there is and keeps its score. A short reply passage (under
-    `ECHO_MIN_WORDS`) costs the budget little and is left as it is: it is often where the
-    decision was carried out ("Set the port to 9443 in `config/server.toml`"), and lowered it
-    fell out of the passages that current facts compare. Lowering those that add nothing
-    specific to the turn (`adds_specifics`) as well cost Mem-Gallery 0.677 -> 0.579 at 1,500
-    tokens, whose short replies describe the pictures the questions ask about. 0 returns the
-    input unchanged.
+    A long reply restates and elaborates the turn it answers, and a budget fills with it:
+    when the user's turn was found, the reply adds less than another passage would; when it
+    was not, the reply is all there is and keeps its score. Whether the reply matches words
+    its turn lacks does not spare it: sparing those cost BEAM 0.638 -> 0.606 at 1,500 tokens
+    (its 150-word advice passages then took a fifth of the budget each, next to the user
+    turns its labels point at) and changed no ranking of `bench agent`. A short reply passage
+    (under `ECHO_MIN_WORDS`) costs the budget little and is left as it is: it is often where
+    the decision was carried out ("Set the port to 9443 in `config/server.toml`"), and
+    lowered it fell out of the passages that current facts compare. Lowering those that add
+    nothing specific to the turn (`adds_specifics`) as well cost Mem-Gallery 0.677 -> 0.579
+    at 1,500 tokens, whose short replies describe the pictures the questions ask about. 0
+    returns the input unchanged.
     """
     if discount <= 0 or not scored:
         return list(scored)
-    said: dict[tuple[str, str, int], Scored] = {}
-    for item in scored:
-        turn = item.candidate.passage.turn
-        key = (turn.namespace, turn.session_id, turn.position)
-        if turn.role == "user" and (
-            key not in said or item.candidate.lexical_score > said[key].candidate.lexical_score
-        ):
-            said[key] = item
-    echoes = []
-    for item in scored:
-        turn = item.candidate.passage.turn
-        replied = said.get((turn.namespace, turn.session_id, turn.position - 1))
-        echoes.append(
-            turn.role == "assistant"
-            and replied is not None
-            and long_passage(item)
-            and restates(replied, item)
-        )
+    said = {
+        (turn.namespace, turn.session_id, turn.position)
+        for item in scored
+        if (turn := item.candidate.passage.turn).role == "user"
+    }
+    echoes = [
+        turn.role == "assistant"
+        and (turn.namespace, turn.session_id, turn.position - 1) in said
+        and long_passage(item)
+        for item in scored
+        for turn in (item.candidate.passage.turn,)
+    ]
     return lower_flagged(scored, discount, echoes)
 
 
@@ -203,13 +199,19 @@ SHORT_TURN_WORDS = 30
 
 
 def answers(said: Scored, reply: Scored) -> bool:
-    """Whether the assistant's `reply` answers the user's turn `said` rather than restating
-    it: the turn is a short question (`short_question`), or a short turn (at most
-    `SHORT_TURN_WORDS` words: a request, a problem, a decision) to which the reply adds
-    something specific (`adds_specifics`) and that matches some of the question's words —
-    what was done or found. A reply that matches none of them
-    ("Noted; I'll tell QA." after "The release moves to Friday.", asked when the release
-    moves) holds nothing the question asks for, whatever it adds."""
+    """Whether the assistant's `reply` passage answers the user's turn `said` rather than
+    restating it: the passage is short (under `ECHO_MIN_WORDS` words), and the turn is a
+    short question (`short_question`) or a short turn (at most `SHORT_TURN_WORDS` words: a
+    request, a problem, a decision) to which the reply adds something specific
+    (`adds_specifics`) and that matches some of the question's words — what was done or
+    found. A reply that matches none of them ("Noted; I'll tell QA." after "The release
+    moves to Friday.", asked when the release moves) holds nothing the question asks for,
+    whatever it adds. A long passage elaborates ("Here is a plan: ..." after "can you help
+    me plan the 6 weeks before my exam on May 15?"): put ahead of its turn it took a fifth of
+    a 1,500-token budget each time, BEAM 0.614 -> 0.638 without it; `bench agent` unchanged
+    (an answer that is a command, a fix or a value is said in few words)."""
+    if long_passage(reply):
+        return False
     text = said.candidate.passage.turn.text
     if short_question(text):
         return True
