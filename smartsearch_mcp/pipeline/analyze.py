@@ -166,8 +166,16 @@ def analyze_query(query: str, nlp: Any | None, reference: datetime | None = None
 
 def has_content_terms(terms: Iterable[WeightedTerm]) -> bool:
     """True when some term is more than a filler: interjections spelled long ("hmmm",
-    "ahhh", "zzz": one or two letters, one of them repeated three times) say nothing."""
-    return any(not _is_drawn_out_filler(term.term) for term in terms if term.kind != "variant")
+    "ahhh", "zzz": one or two letters, one of them repeated three times), a request verb
+    with nothing to request ("remind me", "show") and a number of one or two digits alone
+    (an option picked or a vote: "2", "+1") say nothing."""
+    return any(
+        not _is_drawn_out_filler(term.term)
+        and term.term not in REQUEST_VERBS
+        and not (term.term.isdigit() and len(term.term) <= 2)
+        for term in terms
+        if term.kind != "variant"
+    )
 
 
 def _is_drawn_out_filler(word: str) -> bool:

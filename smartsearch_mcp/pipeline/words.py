@@ -35,7 +35,7 @@ STOPWORDS = QUESTION_WORDS | word_set(
     together too toward towards under until up upon us usually very via was we well were
     whether while will with within without would yet you your yours yourself yourselves
     ago currently recently lately today tonight yesterday tomorrow soon later earlier ones
-    yes yeah yep nope oh ok okay hey hi hello bye thanks thank sorry sure wow hmm um uh ah
+    yes yeah yep nope oh ok okay ack hey hi hello bye thanks thank sorry sure wow hmm um uh ah
     huh hm mm mhm erm eh meh ugh oops yay whoa
     lol haha omg cool nice awesome great good wonderful amazing congrats congratulations
     actually basically definitely totally absolutely honestly seriously literally

@@ -142,6 +142,27 @@ async def test_a_query_with_no_content_returns_nothing_and_says_so(store, query)
     assert "names nothing to search for" in format_recall(query, result)
 
 
+@pytest.mark.parametrize("query", ["2", "+1", "ack", "remind me", "show"])
+async def test_a_vote_an_option_or_a_bare_request_verb_returns_nothing(store, query):
+    # each of these words is in memory: still nothing was asked for
+    turns = [
+        TurnInput(text, "Wren", "user", timestamp=f"2026-11-2{i}T10:00:00")
+        for i, text in enumerate(
+            [
+                "Option 2 is the cheaper ferry, option 1 the faster one.",
+                "Ack, remind me to show Ines the +1 on the booking.",
+            ]
+        )
+    ]
+    await store.remember("ns", "s", turns)
+    result = await _pipeline(store).recall(query, SCOPE, 1500, NOW)
+    assert result.passages == []
+    assert any("names nothing to search for" in w for w in result.warnings)
+    # with something to look for, the same words find it
+    found = await _pipeline(store).recall(f"{query} ferry", SCOPE, 1500, NOW)
+    assert found.passages
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=FIXTURE_OK)
 @given(
     query=st.lists(
