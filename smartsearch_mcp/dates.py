@@ -15,6 +15,7 @@ answering (its TZ), compared in UTC.
 
 from __future__ import annotations
 
+import calendar
 import dataclasses
 import functools
 import re
@@ -234,6 +235,15 @@ _NOT_MODIFIED = (
     r"might|must|and|or|but|to|from|of|in|on|at|for|with|i|you|he|she|we|they|it)\b)"
 )
 _MODIFIED = r"(?=\s+" + _NOT_MODIFIED + r"(?-i:[a-z]{2,})\b)"
+# A day of the month alone: "on the 21st", "what happened the 3rd?" — an ordinal, not followed
+# by a month ("the 21st of March" is `day_month`) or by the noun it counts ("the 2nd floor",
+# "the 21st century", "the 3rd, 4th and 5th"): at the end, before punctuation or before a word
+# that starts a clause.
+_ORDINAL_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)"
+_ALONE = (
+    r"(?=\s*$|\s*[^\w\s,]|,(?!\s*(?:and\s+)?\d)|\s+(?:at|around|when|but|i|we|you|he|she|they|it|this|"
+    r"last|in\s+the\s+(?:morning|afternoon|evening))\b)"
+)
 
 _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
@@ -245,6 +255,7 @@ _TIME_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("season_year", _B + _SEASON + r",?\s+(?:of\s+)?" + _YEAR + _E),
         ("day_month", _B + _DAY + r"(?:\s+of)?\s+" + _MONTH + _E),
         ("month_day", _B + _MONTH + r"\s+" + _DAY + _E),
+        ("day_alone", _B + r"(?:on\s+)?the\s+" + _ORDINAL_DAY + _E + _ALONE),
         ("year", r"(?<![\w-])(?:in|during|throughout|of|year)\s+" + _YEAR + _E),
         ("day_before_yesterday", _B + r"the\s+day\s+before\s+yesterday" + _E),
         ("yesterday", _B + r"(?:yesterday|yday|last\s+night)" + _E),
@@ -282,7 +293,8 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
 
     Absolute dates ("17 June 2024", "June 17th, 2024", "2024-06-17", "June 2024", "in 2022",
     "summer of 2021") read as that day, month, season or year. A day or month without a year
-    ("on June 17th", "in March") is its latest occurrence not after `reference`. Relative
+    ("on June 17th", "in March"), or a day of the month alone ("on the 21st"), is its latest
+    occurrence not after `reference`. Relative
     expressions count back from `reference`, in calendar units with weeks starting on Monday:
     "yesterday", "today", "N days/weeks/months/years ago" (that day, week, month or year),
     "the past N days" (a rolling window up to the end of today), "last week/month/year",
@@ -314,6 +326,9 @@ def find_time_range(text: str, reference: datetime) -> DateRange | None:
 # A day or month named without a year in a turn ("on December 3rd", "in March") is the
 # occurrence nearest the turn's own time: plans look ahead as often as memories look back.
 _NEAREST_KINDS = frozenset({"day_month", "month_day", "in_month", "month_modifier"})
+# Read in questions only: a turn's "on the 21st" may be this month's or next month's (a plan),
+# and a wrong month would date the turn with a day it never named.
+_QUERY_ONLY_KINDS = frozenset({"day_alone"})
 # Kinds whose month is named without a year: a lowercase "may" or "march" there is a verb.
 _BARE_MONTH_KINDS = frozenset(
     {"month_day", "day_month", "in_month", "last_month_name", "next_month_name", "month_modifier"}
@@ -332,6 +347,8 @@ def mentioned_ranges(text: str, reference: datetime) -> list[DateRange]:
     or month without a year is the occurrence nearest `reference`, before or after."""
     found: list[tuple[int, int, DateRange]] = []
     for kind, pattern in _TIME_PATTERNS:
+        if kind in _QUERY_ONLY_KINDS:
+            continue
         for match in pattern.finditer(text):
             resolved = _resolve(kind, match, reference)
             if resolved is None:
@@ -405,6 +422,15 @@ def _span(kind: str, g: dict[str, str | None], today: datetime) -> tuple[datetim
         if day > today:
             day = day.replace(year=day.year - 1)
         return day, day + one_day
+    if kind == "day_alone":  # the latest month that has that day, not after today
+        number = int(_req(g, "day"))
+        for back in range(12):
+            first = _add_months(today.replace(day=1), -back)
+            if number <= calendar.monthrange(first.year, first.month)[1]:
+                day = first.replace(day=number)
+                if day <= today:
+                    return day, day + one_day
+        raise ValueError(f"no day {number} in the past year")
     if kind == "year":
         first = today.replace(year=int(_req(g, "year")), month=1, day=1)
         return first, first.replace(year=first.year + 1)

@@ -102,6 +102,11 @@ def day(year: int, month: int, dom: int) -> datetime:
         ("this wknd", DateRange(day(2023, 6, 17), day(2023, 6, 19), "this wknd")),
         ("2 yrs ago", DateRange(day(2021, 1, 1), day(2022, 1, 1), "2 yrs ago")),
         ("next September", DateRange(day(2023, 9, 1), day(2023, 10, 1), "next September")),
+        # a day of the month alone: this month's when it has come, else the month before's
+        ("what happened on the 2nd?", DateRange(day(2023, 6, 2), day(2023, 6, 3), "on the 2nd")),
+        ("on the 21st", DateRange(day(2023, 5, 21), day(2023, 5, 22), "on the 21st")),
+        ("the 31st, I think", DateRange(day(2023, 5, 31), day(2023, 6, 1), "the 31st")),
+        ("on the 14th at noon", DateRange(day(2023, 6, 14), day(2023, 6, 15), "on the 14th")),
     ],
 )
 def test_find_time_range_reads_each_expression(text: str, expected: DateRange) -> None:
@@ -117,11 +122,21 @@ def test_find_time_range_reads_each_expression(text: str, expected: DateRange) -
         "room 2023 is free",
         "31 February",
         "99999 years ago",
+        "the 2nd floor",
+        "in the 21st century",
+        "the 3rd, 4th and 5th Republics",
+        "on the 21",
         "",
     ],
 )
 def test_find_time_range_finds_nothing_without_a_date(text: str) -> None:
     assert find_time_range(text, REFERENCE) is None
+
+
+def test_a_day_of_the_month_alone_in_a_turn_dates_nothing() -> None:
+    # said on the 14th, "on the 21st" is a plan as often as a memory: which month is not known
+    assert mentioned_ranges("see you on the 21st", REFERENCE) == []
+    assert find_time_range("see you on the 21st", REFERENCE) is not None
 
 
 def test_a_weekend_day_reads_next_weekend_as_the_one_after_it() -> None:
