@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection
 
 from smartsearch_mcp.pipeline.dated import text_date_bounds
-from smartsearch_mcp.pipeline.words import content_stems
+from smartsearch_mcp.pipeline.words import content_stems, is_stopword
 
 # A change reported as done: a verb of change in the past tense or participle ("moved to",
 # "we switched", "got cancelled") or an adverb of replacement. Base forms and nouns are left
@@ -118,13 +118,17 @@ _REPLACED = (
 def replaced_values(text: str) -> frozenset[str]:
     """The values a turn says were given up for new ones ("from 3.10 to 3.12": "3.10";
     "replaced `moment` with date-fns": "moment"), lower case, without quotes; none in a
-    sentence that asks."""
+    sentence that asks, and none of function words only ("a retry gets the first invoice
+    instead of a second one" names no value: "a" would be in nearly every earlier turn)."""
     found: set[str] = set()
     for sentence in re.split(r"(?<=[.!?])\s+|\n+", text):
         if sentence.rstrip().endswith("?"):
             continue
         for pattern in _REPLACED:
-            found.update(m.group("old").lower() for m in pattern.finditer(sentence))
+            for match in pattern.finditer(sentence):
+                value = match.group("old").lower()
+                if not all(is_stopword(word) for word in value.split()):
+                    found.add(value)
     return frozenset(found)
 
 

@@ -227,6 +227,12 @@ def test_a_replacement_said_outright_names_the_value_given_up() -> None:
     assert replaced_values("should we move from Flask to FastAPI?") == set()
     assert replaced_values("We drove from Graz to Vienna on Sunday.") == set()
     assert replaced_values("the request goes from the proxy to the app") == set()
+    # function words are no value: "a" or "the" would be named by nearly every earlier turn
+    assert replaced_values("A retry gets the first invoice instead of a second one.") == set()
+    assert replaced_values("Switched it from this to that.") == set()
+    assert replaced_values("moved the bucket from the old bucket to the archive") == {
+        "the old bucket"
+    }
 
 
 def test_an_earlier_turn_holds_a_replaced_value_only_as_a_whole_word() -> None:
