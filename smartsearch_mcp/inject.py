@@ -27,7 +27,8 @@ running server recalls while the hook stores the prompt, and the tokenizer's voc
 meanwhile; its own recall waits until the prompt is stored, and does not run when storing
 failed. Either recall reads only the turns stored before the hook began.
 
-This module imports no model code; the recall itself is imported only when it runs.
+This module imports no model code; the recall itself is imported only when it runs, and
+the hook's own recall hands its passages over without the pydantic output models.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from typing import Any, Generic, TypeVar
 from smartsearch_mcp.config import Config, NlpConfig
 from smartsearch_mcp.pipeline.words import content_stems
 from smartsearch_mcp.tokens import TokenCounter
+from smartsearch_mcp.types import RecallResult
 
 log = logging.getLogger(__name__)
 
@@ -239,7 +241,6 @@ def recall_for_prompt(
     import anyio
 
     from smartsearch_mcp.memory import Memory  # noqa: F401
-    from smartsearch_mcp.output import recall_output  # noqa: F401
 
     if stored is not None and not stored.wait():
         return None
@@ -250,14 +251,36 @@ async def _local_recall(
     db: str | Path, config: Config, query: str, options: dict[str, str]
 ) -> dict[str, Any]:
     from smartsearch_mcp.memory import Memory
-    from smartsearch_mcp.output import recall_output
 
     memory = await Memory.open(config, db, options["namespace"], read_only=True)
     try:
         result = await memory.recall(query, namespace=options["namespace"], until=options["until"])
     finally:
         await memory.close()
-    return recall_output(result).model_dump(mode="json")
+    return recalled_passages(result)
+
+
+def recalled_passages(result: RecallResult) -> dict[str, Any]:
+    """What `confident_passages` reads of a recall's structured result — each passage's
+    `id`, `session_id`, `namespace`, `speaker`, `role`, `text`, `timestamp` and
+    `confidence`, and the `rankers` — as `output.recall_output(result)` gives them in JSON,
+    without its pydantic models: the hook's own recall does not import pydantic for them."""
+    passages = []
+    for scored, confidence in zip(result.passages, result.passage_confidences(), strict=True):
+        turn = scored.candidate.passage.turn
+        passages.append(
+            {
+                "id": turn.id,
+                "session_id": turn.session_id,
+                "namespace": turn.namespace,
+                "speaker": turn.speaker,
+                "role": turn.role,
+                "text": scored.candidate.passage.text,
+                "timestamp": turn.timestamp,
+                "confidence": round(confidence, 4),
+            }
+        )
+    return {"passages": passages, "rankers": list(result.rankers)}
 
 
 @dataclass(frozen=True)
@@ -402,6 +425,7 @@ __all__ = [
     "hook_output",
     "passage_line",
     "recall_for_prompt",
+    "recalled_passages",
     "render_injection",
     "shared_words",
     "start_injection",

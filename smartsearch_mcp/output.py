@@ -249,7 +249,8 @@ class TimelineOutput(BaseModel):
 def recall_output(result: RecallResult) -> RecallOutput:
     return RecallOutput(
         passages=[
-            _passage_out(s, c) for s, c in zip(result.passages, _confidences(result), strict=True)
+            _passage_out(s, c)
+            for s, c in zip(result.passages, result.passage_confidences(), strict=True)
         ],
         tokens_used=result.tokens_used,
         max_tokens=result.max_tokens,
@@ -318,12 +319,6 @@ def _shown(item: PassageExplanation) -> dict[str, Any]:
         "timestamp": turn.timestamp,
         "text": item.passage.text,
     }
-
-
-def _confidences(result: RecallResult) -> list[float]:
-    if len(result.confidence) == len(result.passages):
-        return result.confidence
-    return [1.0] * len(result.passages)  # a result built without confidences
 
 
 def _passage_out(scored: Scored, confidence: float) -> PassageOut:

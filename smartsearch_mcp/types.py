@@ -289,6 +289,12 @@ class RecallResult:
     # Why each passage was recalled, when the recall was explained (see pipeline/explain.py).
     explanation: RecallExplanation | None = None
 
+    def passage_confidences(self) -> list[float]:
+        """The confidence of each passage, in order (1.0 each for a result built without)."""
+        if len(self.confidence) == len(self.passages):
+            return self.confidence
+        return [1.0] * len(self.passages)
+
 
 class Scorer(Protocol):
     """Scores (query, passage text) pairs; higher is more relevant. Synchronous, thread-safe."""

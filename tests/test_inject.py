@@ -4,6 +4,7 @@ always stores the prompt first and exits 0 (real hook processes on a temporary d
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -33,11 +34,12 @@ from smartsearch_mcp.inject import (
     fallback_config,
     hook_output,
     recall_for_prompt,
+    recalled_passages,
     render_injection,
 )
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.tokens import get_token_counter
-from smartsearch_mcp.types import ConfigError, Turn, TurnInput
+from smartsearch_mcp.types import ConfigError, RecallResult, Turn, TurnInput
 
 ROOT = Path(__file__).parents[1]
 COUNTER = get_token_counter("o200k_base")
@@ -219,6 +221,36 @@ def test_the_hooks_own_recall_reads_entities_by_rules_unless_fallback_spacy_is_s
     assert fallback_config(itself).rank == itself.rank
     with_spacy = Config().with_overrides(inject={"fallback_spacy": True})
     assert fallback_config(with_spacy).nlp.spacy_models == spacy
+
+
+def test_the_local_recalls_passages_are_those_of_its_structured_output(tmp_path: Path):
+    from smartsearch_mcp.memory import Memory
+    from smartsearch_mcp.output import recall_output
+
+    async def recall() -> RecallResult:
+        memory = await Memory.open(fallback_config(Config()), tmp_path / "m.db", "proj")
+        try:
+            await memory.remember(
+                [
+                    TurnInput(FLAT, "Wren", "user", "2026-11-25T20:30:00"),
+                    TurnInput("The bus to Piran leaves at 9.", None, "assistant"),
+                ],
+                session_id="past",
+            )
+            return await memory.recall(PROMPT)
+        finally:
+            await memory.close()
+
+    result = anyio.run(recall)
+    assert len(result.passages) == 2
+    for built in (result, dataclasses.replace(result, confidence=[])):
+        full = recall_output(built).model_dump(mode="json")
+        mine = recalled_passages(built)
+        assert mine["rankers"] == full["rankers"]
+        assert mine["passages"] == [
+            {k: p[k] for k in mine["passages"][0]} for p in full["passages"]
+        ]
+        assert _chosen(mine, shared=1) == _chosen(full, shared=1) != []
 
 
 def test_inject_settings_are_checked_naming_the_key():
@@ -468,15 +500,16 @@ def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the
 
 
 @pytest.mark.slow
-def test_with_no_server_the_hooks_own_recall_injects_the_answer_without_loading_spacy(
+def test_with_no_server_the_hooks_own_recall_injects_the_answer_without_spacy_or_pydantic(
     tmp_path: Path, hook_env: dict[str, str]
 ):
     # Cold, the hook recalls itself with the lexical preset, whose entity weights would come
     # from spaCy: importing and loading it took half the time limit. It reads entities by
-    # rules (inject.fallback_spacy = false) and still finds the answer.
+    # rules (inject.fallback_spacy = false), hands the passages over without the pydantic
+    # output models, and still finds the answer.
     db = Path(hook_env["SMARTSEARCH_DB"])
     [flat] = anyio.run(_remember, db, "proj", "past", [FLAT])
-    heavy = ("spacy", "thinc", "torch")
+    heavy = ("spacy", "thinc", "torch", "pydantic")
     probe = (
         "import sys\n"
         "from smartsearch_mcp.cli import main\n"
