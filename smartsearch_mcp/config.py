@@ -379,7 +379,8 @@ class InjectConfig(Section):
     # nlp.spacy_models) for its entity weights. Off: it reads entities with the rule-based
     # extractor (pipeline/analyze.py), as any recall does when spaCy is not installed.
     # Importing and loading spaCy is ~0.7 s of CPU in a process that lives for one prompt,
-    # half the time limit; `bench inject` injects the same with the rules (docs/bench/inject.md).
+    # half the time limit; with the rules `bench inject` injects the answer for the same
+    # prompts and nothing for unrelated ones (docs/bench/inject.md).
     fallback_spacy: bool = False
 
 
