@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import regex
 
 from smartsearch_mcp.types import InputError, Turn
 
@@ -73,6 +72,8 @@ def compile_pattern(pattern: str, use_regex: bool) -> Any:
     """The compiled, case-insensitive pattern; InputError for an empty, overlong, invalid or
     too costly one (see `check_pattern`). Synchronous: `compile_pattern_off_loop` runs it in a
     worker thread."""
+    import regex  # here, not at the top: recall (a cold hook's) imports this module, not it
+
     check_pattern(pattern, use_regex)
     source = pattern if use_regex else regex.escape(pattern)
     try:

@@ -280,9 +280,11 @@ def test_verbose_mode_is_refused_since_its_spaces_and_comments_hide_repeats():
 
 
 def test_a_memory_error_while_compiling_is_an_error_that_says_what_to_do(monkeypatch):
+    import regex
+
     def out_of_memory(*args: object, **kwargs: object) -> None:
         raise MemoryError
 
-    monkeypatch.setattr(grep_rules.regex, "compile", out_of_memory)
+    monkeypatch.setattr(regex, "compile", out_of_memory)
     with pytest.raises(InputError, match=r"more memory to compile.*regex=false"):
         grep_rules.compile_pattern(r"\d{3}-\d{4}", use_regex=True)

@@ -23,7 +23,6 @@ import tempfile
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 from smartsearch_mcp.types import SmartSearchError
@@ -206,6 +205,8 @@ def _extract_checked(model: ArchivedModel, parts: list[Path], work: Path) -> Non
 
 
 def _part_path(distribution: str, file_name: str) -> Path | None:
+    from importlib import metadata  # only when a model is looked for: recall imports this module
+
     try:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:

@@ -25,7 +25,6 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +111,8 @@ def packaged_splade(name: str) -> PackagedSplade | None:
 
 def packaged_folder(model: PackagedSplade) -> Path | None:
     """The installed model folder, located through the package's file list (not imported)."""
+    from importlib import metadata  # only when a model is looked for: recall imports this module
+
     try:
         dist = metadata.distribution(model.distribution)
     except metadata.PackageNotFoundError:
