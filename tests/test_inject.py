@@ -455,6 +455,30 @@ def _answering_server(db: Path, runtime: Path, passages: list[dict[str, Any]]) -
         path.unlink(missing_ok=True)
 
 
+def _hook_loading_none_of(
+    heavy: tuple[str, ...], options: list[str], env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """The prompt hook run with `options` on `PROMPT`, in a process that fails (and says
+    which) when it has imported any of the modules `heavy`."""
+    probe = (
+        "import sys\n"
+        "from smartsearch_mcp.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
+        "print('loaded:', heavy, file=sys.stderr)\n"
+        "assert code == 0 and not heavy, heavy\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", probe, "hook", "claude-code", "user-prompt", *options],
+        input=json.dumps({"session_id": "now", "cwd": str(ROOT), "prompt": PROMPT}),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+
+
 @pytest.mark.slow
 def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the_recall_code(
     tmp_path: Path, hook_env: dict[str, str]
@@ -472,26 +496,9 @@ def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the
         "smartsearch_mcp.memory",
         "smartsearch_mcp.importers.locomo",  # a benchmark's loader
     )
-    probe = (
-        "import sys\n"
-        "from smartsearch_mcp.cli import main\n"
-        "code = main(['hook', 'claude-code', 'user-prompt', '--namespace', 'proj'])\n"
-        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
-        "print('loaded:', heavy, file=sys.stderr)\n"
-        "assert code == 0 and not heavy, heavy\n"
-    )
-    payload = json.dumps({"session_id": "now", "cwd": str(ROOT), "prompt": PROMPT})
     runtime = Path(hook_env["SMARTSEARCH_RUNTIME_DIR"])
     with _answering_server(db, runtime, [_passage(7, FLAT, 0.9)]) as requests:
-        done = subprocess.run(
-            [sys.executable, "-c", probe],
-            input=payload,
-            capture_output=True,
-            text=True,
-            env=hook_env,
-            cwd=ROOT,
-            timeout=120,
-        )
+        done = _hook_loading_none_of(heavy, ["--namespace", "proj"], hook_env)
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.splitlines()[1:] == [f"- [2026-11-25 20:30] Wren #7: {FLAT}"]
@@ -510,26 +517,8 @@ def test_with_no_server_the_hooks_own_recall_injects_the_answer_without_spacy_or
     db = Path(hook_env["SMARTSEARCH_DB"])
     [flat] = anyio.run(_remember, db, "proj", "past", [FLAT])
     heavy = ("spacy", "thinc", "torch", "pydantic")
-    probe = (
-        "import sys\n"
-        "from smartsearch_mcp.cli import main\n"
-        "code = main(sys.argv[1:])\n"
-        f"heavy = [m for m in {heavy!r} if m in sys.modules]\n"
-        "print('loaded:', heavy, file=sys.stderr)\n"
-        "assert code == 0 and not heavy, heavy\n"
-    )
-    payload = json.dumps({"session_id": "now", "cwd": str(ROOT), "prompt": PROMPT})
     config = _config(tmp_path, "time_limit_s = 60")  # what is loaded, not how fast
-    argv = ["hook", "claude-code", "user-prompt", "--namespace", "proj", "--config", config]
-    done = subprocess.run(
-        [sys.executable, "-c", probe, *argv],
-        input=payload,
-        capture_output=True,
-        text=True,
-        env=hook_env,
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = _hook_loading_none_of(heavy, ["--namespace", "proj", "--config", config], hook_env)
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.splitlines()[1:] == [f"- [2026-11-25 20:30] Wren #{flat}: {FLAT}"]
