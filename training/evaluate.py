@@ -13,8 +13,10 @@ part, so this measures re-ranking, not retrieval; `smartsearch-mcp bench` measur
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,13 +29,19 @@ Scorer = Callable[[str, list[str]], list[float]]
 
 
 def load_scorer(path: str) -> Scorer:
-    """The ranker at `path`: an ONNX ranker folder, a saved CrossEncoder (torch, bf16), or a
-    sentence-embedding model (a bi-encoder: cosine similarity of question and passage)."""
+    """The ranker at `path`: an ONNX ranker folder, a ColBERT (MaxSim, bf16, loaded by the
+    server's own `ColbertScorer`), a saved CrossEncoder (torch, bf16), or a sentence-embedding
+    model (a bi-encoder: cosine similarity of question and passage)."""
     from smartsearch_mcp.models.onnx_ranker import OnnxRanker, is_onnx_ranker
 
     if is_onnx_ranker(path):
         ranker = OnnxRanker.load(path)
         return ranker.score
+    if _is_colbert(Path(path)):
+        from smartsearch_mcp.models import ColbertScorer, ModelLocation
+
+        colbert = ColbertScorer.load(ModelLocation(path, path, "directory"), precision="bf16")
+        return colbert.score
     import torch
 
     if _is_bi_encoder(Path(path)):
@@ -69,6 +77,16 @@ def _is_bi_encoder(folder: Path) -> bool:
     """A sentence-transformers embedding model: its modules include a pooling layer."""
     modules = folder / "modules.json"
     return modules.is_file() and "Pooling" in modules.read_text(encoding="utf-8")
+
+
+def _is_colbert(folder: Path) -> bool:
+    """A multi-vector model: a sentence-transformers >= 6 `MultiVectorEncoder` save, or a
+    PyLate one (its query and document prefixes in the same file)."""
+    config = folder / "config_sentence_transformers.json"
+    if not config.is_file():
+        return False
+    saved = json.loads(config.read_text(encoding="utf-8"))
+    return saved.get("model_type") == "MultiVectorEncoder" or "query_prefix" in saved
 
 
 def ranked_passages(question: MinedQuestion) -> list[dict[str, Any]]:
@@ -153,12 +171,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--mined", nargs="+", required=True)
     parser.add_argument("--fold", choices=("A", "B", "all"), required=True)
     parser.add_argument("--exclude", nargs="*", default=[])
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: its default)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     questions = read_sets(args.mined, exclude=args.exclude)
-    results = evaluate(questions, load_scorer(args.model), args.fold)
+    scorer = load_scorer(args.model)
+    started = time.perf_counter()
+    results = evaluate(questions, scorer, args.fold)
+    elapsed = time.perf_counter() - started
+    scored = sum(int(next(iter(systems.values()))["n"]) for systems in results.values())
     print(f"{Path(args.model)} on fold {args.fold}:\n")
     print(format_table(results))
+    each = 1000 * elapsed / max(scored, 1)
+    print(f"\n{scored} questions scored in {elapsed:.0f} s ({each:.0f} ms each)")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ server loads (a tiny random BERT, a few steps: the pipeline runs end to end, off
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -108,3 +109,47 @@ def test_the_bi_encoder_is_fine_tuned_on_questions_with_their_hard_negatives(
     assert (recipe["fold"], recipe["rows"]) == ("A", 2)
     scores = load_scorer(str(out / "model"))("what is the capital of france", TEXTS)
     assert len(scores) == 3 and all(-1.0 <= s <= 1.0 for s in scores)
+
+
+def test_a_colbert_is_trained_with_a_new_projection_and_scored_by_the_server_s_colbert(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    from smartsearch_mcp.models import ColbertScorer
+    from training.train_colbert import main as train_colbert
+
+    mined = write_mined(tmp_path / "mined" / "sample")
+    out = tmp_path / "colbert"
+    train_colbert(["--mined", str(mined), "--fold", "A", "--out", str(out), "--base",
+                   str(tiny_models.sentence_transformer), "--negatives", "2",
+                   "--batch-size", "2", "--no-bf16", "--threads", "1",
+                   "--served-length", "64"])  # fmt: skip
+
+    folder = out / "model"
+    recipe = json.loads((folder / "training.json").read_text())
+    assert (recipe["fold"], recipe["rows"], recipe["projection_dim"]) == ("A", 2, 128)
+    assert recipe["served_document_length"] == 64
+    location = ModelLocation(str(folder), str(folder), "directory")
+    colbert = ColbertScorer.load(location, precision="fp32")
+    assert colbert.backend == "sentence_transformers"  # loaded natively, without pylate
+    question = "what is the capital of france"
+    scores = colbert.score(question, TEXTS)
+    assert len(scores) == 3 and all(math.isfinite(s) for s in scores)
+    assert load_scorer(str(folder))(question, TEXTS) == pytest.approx(scores, rel=0.05)  # bf16
+
+
+def test_an_untrained_colbert_is_saved_with_the_projection_a_trained_run_starts_from(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    from training.train_colbert import main as train_colbert
+
+    mined = write_mined(tmp_path / "mined" / "sample")
+    folders = []
+    for name in ("one", "two"):
+        train_colbert(["--mined", str(mined), "--out", str(tmp_path / name), "--base",
+                       str(tiny_models.sentence_transformer), "--negatives", "2",
+                       "--max-steps", "0"])  # fmt: skip
+        folders.append(tmp_path / name / "model")
+
+    assert json.loads((folders[0] / "training.json").read_text())["train_seconds"] == 0
+    one, two = (load_scorer(str(folder)) for folder in folders)
+    assert one("paris", TEXTS) == two("paris", TEXTS)
