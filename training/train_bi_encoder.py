@@ -13,7 +13,6 @@ question and a passage together from scratch.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from training.pairs import Pair, build_pairs, counts, read_sets
-from training.train_cross_encoder import minilm_path, trainer_settings
+from training.train_cross_encoder import minilm_path, run_parser, save_recipe, trainer_settings
 
 log = logging.getLogger("training")
 
@@ -45,6 +44,22 @@ def triplet_rows(pairs: Sequence[Pair], negatives: int) -> list[dict[str, Any]]:
     return rows
 
 
+def triplet_training_rows(
+    args: argparse.Namespace,
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """The rows of `triplet_rows` for the run `args` asks for (its mined sets, fold, exclusions,
+    hard negatives per row and seed) and the pairs per set; exits when there are none."""
+    questions = read_sets(args.mined, exclude=args.exclude)
+    pairs = build_pairs(questions, fold=args.fold, negatives=args.negatives, seed=args.seed)
+    rows = triplet_rows(pairs, args.negatives)
+    if not rows:
+        sys.exit("no training rows: check --mined, --fold and --exclude")
+    table = counts(pairs)
+    for name, row in sorted(table.items()):
+        log.info("%-12s %5d questions %6d positives %6d negatives", name, *row.values())
+    return rows, table
+
+
 def train(args: argparse.Namespace) -> Path:
     import torch
     from datasets import Dataset
@@ -56,12 +71,7 @@ def train(args: argparse.Namespace) -> Path:
     from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
 
     torch.set_num_threads(args.threads)
-    questions = read_sets(args.mined, exclude=args.exclude)
-    pairs = build_pairs(questions, fold=args.fold, negatives=args.negatives, seed=args.seed)
-    rows = triplet_rows(pairs, args.negatives)
-    if not rows:
-        sys.exit("no training rows: check --mined, --fold and --exclude")
-    table = counts(pairs)
+    rows, table = triplet_training_rows(args)
     dataset = Dataset.from_list(rows)
     base = args.base or minilm_path()
     model = SentenceTransformer(base, device="cpu")
@@ -97,17 +107,13 @@ def train(args: argparse.Namespace) -> Path:
         "seed": args.seed,
         "train_seconds": round(time.time() - started),
     }
-    (final / "training.json").write_text(json.dumps(recipe, indent=1), encoding="utf-8")
-    return final
+    return save_recipe(final, recipe)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mined", nargs="+", required=True)
-    parser.add_argument("--fold", choices=("A", "B", "all"), default="all")
-    parser.add_argument("--exclude", nargs="*", default=[])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--base")
+    parser = run_parser(
+        __doc__.split("\n\n")[0], "the model to start from (default all-MiniLM-L6-v2)"
+    )
     parser.add_argument("--negatives", type=int, default=3)
     parser.add_argument(
         "--max-seq-length",
@@ -118,9 +124,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=2e-5)
-    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=13)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     train(parser.parse_args(argv))
 

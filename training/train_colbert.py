@@ -17,7 +17,6 @@ as a trained run's is), so that what training adds can be measured.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import time
@@ -25,9 +24,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from training.pairs import build_pairs, counts, read_sets
-from training.train_bi_encoder import triplet_rows
-from training.train_cross_encoder import minilm_path, trainer_settings
+from training.train_bi_encoder import triplet_training_rows
+from training.train_cross_encoder import minilm_path, run_parser, save_recipe, trainer_settings
 
 log = logging.getLogger("training")
 
@@ -59,14 +57,7 @@ def train(args: argparse.Namespace) -> Path:
     )
 
     torch.set_num_threads(args.threads)
-    questions = read_sets(args.mined, exclude=args.exclude)
-    pairs = build_pairs(questions, fold=args.fold, negatives=args.negatives, seed=args.seed)
-    rows = triplet_rows(pairs, args.negatives)
-    if not rows:
-        sys.exit("no training rows: check --mined, --fold and --exclude")
-    table = counts(pairs)
-    for name, row in sorted(table.items()):
-        log.info("%-12s %5d questions %6d positives %6d negatives", name, *row.values())
+    rows, table = triplet_training_rows(args)
     base = args.base or minilm_path()
     torch.manual_seed(args.seed)  # the fresh projection: the same for an untrained save
     # Trained on passages cut shorter than it reads at recall (a step's cost grows with the
@@ -113,18 +104,13 @@ def train(args: argparse.Namespace) -> Path:
         "threads": args.threads,
         "train_seconds": round(elapsed),
     }
-    (final / "training.json").write_text(json.dumps(recipe, indent=1), encoding="utf-8")
-    log.info("trained in %.0f s: %s", elapsed, final)
-    return final
+    return save_recipe(final, recipe)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mined", nargs="+", required=True, help="bench --keep-ranking folders")
-    parser.add_argument("--fold", choices=("A", "B", "all"), default="all")
-    parser.add_argument("--exclude", nargs="*", default=[], help="sets (folder names) left out")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--base", help="the model to start from (default all-MiniLM-L6-v2)")
+    parser = run_parser(
+        __doc__.split("\n\n")[0], "the model to start from (default all-MiniLM-L6-v2)"
+    )
     parser.add_argument("--negatives", type=int, default=3, help="hard negatives per row")
     parser.add_argument(
         "--max-seq-length",
@@ -146,9 +132,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--scale", type=float, default=1.0, help="1 / temperature of the loss (MaxSim is a sum)"
     )
-    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=13)
     return parser.parse_args(argv)
 
 

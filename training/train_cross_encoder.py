@@ -38,6 +38,28 @@ def minilm_path() -> str:
     return str(folder)
 
 
+def run_parser(description: str, base_help: str) -> argparse.ArgumentParser:
+    """The options every training script takes: the mined rankings, the fold, the sets left
+    out, the output folder, the model to start from, bf16, threads and the seed."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--mined", nargs="+", required=True, help="bench --keep-ranking folders")
+    parser.add_argument("--fold", choices=("A", "B", "all"), default="all")
+    parser.add_argument("--exclude", nargs="*", default=[], help="sets (folder names) left out")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--base", help=base_help)
+    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=13)
+    return parser
+
+
+def save_recipe(final: Path, recipe: dict[str, Any]) -> Path:
+    """Write `recipe` as training.json beside the trained model in `final`, and say so."""
+    (final / "training.json").write_text(json.dumps(recipe, indent=1), encoding="utf-8")
+    log.info("trained in %s s: %s", recipe.get("train_seconds"), final)
+    return final
+
+
 def length_bucket_sampler(pool_batches: int = 64) -> Any:
     """A batch sampler class for the trainer: shuffled, then each pool of `pool_batches`
     batches sorted by text length and cut into batches, the batches shuffled again: padding
@@ -172,18 +194,13 @@ def train(args: argparse.Namespace) -> Path:
         "train_seconds": round(elapsed),
         "threads": args.threads,
     }
-    (final / "training.json").write_text(json.dumps(recipe, indent=1), encoding="utf-8")
-    log.info("trained in %.0f s: %s", elapsed, final)
-    return final
+    return save_recipe(final, recipe)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mined", nargs="+", required=True, help="bench --keep-ranking folders")
-    parser.add_argument("--fold", choices=("A", "B", "all"), default="all")
-    parser.add_argument("--exclude", nargs="*", default=[], help="sets (folder names) left out")
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--base", help="the BERT body to start from (default all-MiniLM-L6-v2)")
+    parser = run_parser(
+        __doc__.split("\n\n")[0], "the BERT body to start from (default all-MiniLM-L6-v2)"
+    )
     parser.add_argument("--negatives", type=int, default=15)
     parser.add_argument("--max-positives", type=int, default=4)
     parser.add_argument("--epochs", type=float, default=1.0)
@@ -197,10 +214,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="bce: pointwise binary cross-entropy; lambda: listwise LambdaLoss per question",
     )
     parser.add_argument("--balance", action="store_true", help="weigh positives up to negatives")
-    parser.add_argument("--no-bf16", dest="bf16", action="store_false")
-    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0, help="at most N pairs (a quick try)")
-    parser.add_argument("--seed", type=int, default=13)
     return parser.parse_args(argv)
 
 
