@@ -241,7 +241,8 @@ _MODIFIED = r"(?=\s+" + _NOT_MODIFIED + r"(?-i:[a-z]{2,})\b)"
 # that starts a clause.
 _ORDINAL_DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)"
 _ALONE = (
-    r"(?=\s*$|\s*[^\w\s,]|,(?!\s*(?:and\s+)?\d)|\s+(?:at|around|when|but|i|we|you|he|she|they|it|this|"
+    r"(?=\s*$|\s*[^\w\s,]|,(?!\s*(?:and\s+)?\d)"
+    r"|\s+(?:at|around|when|but|i|we|you|he|she|they|it|this|"
     r"last|in\s+the\s+(?:morning|afternoon|evening))\b)"
 )
 

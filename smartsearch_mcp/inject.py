@@ -4,8 +4,8 @@ each prompt by the prompt hook, without the agent asking.
 After the hook has stored the prompt (capture.py), it recalls for the prompt — through the
 running server's recall socket when one answers (warm models), else by its own recall with
 `inject.fallback_config` (the lexical preset: no model to load) and, unless
-`inject.fallback_spacy`, the rule-based entity extractor instead of spaCy — and keeps a passage only
-when the ranking is sure of it and it shares enough words with the prompt:
+`inject.fallback_spacy`, the rule-based entity extractor instead of spaCy — and keeps a
+passage only when the ranking is sure of it and it shares enough words with the prompt:
 
 - its ranking confidence (rank.ranking_confidence, 0..1: how far above the scope's typical
   passage every ranker puts it) is at least `inject.min_confidence`;
