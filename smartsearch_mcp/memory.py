@@ -70,7 +70,8 @@ class Memory:
             models = ModelRegistry.from_config(config)
             return cls(store, config, models, namespace or config.scope.default_namespace)
         except BaseException:
-            await store.close()
+            with anyio.CancelScope(shield=True):  # also when the open was cancelled
+                await store.close()
             raise
 
     async def close(self) -> None:

@@ -135,7 +135,10 @@ def create_server(
                 background.cancel_scope.cancel()
         finally:
             running.pop("memory", None)
-            await memory.close()
+            # Shielded: on Ctrl-C this runs inside a cancelled scope, and a close cut short
+            # leaves aiosqlite's thread answering a loop that has ended (a traceback on exit).
+            with anyio.CancelScope(shield=True):
+                await memory.close()
 
     server: MCPServer[AppContext] = MCPServer(
         name="smartsearch-memory",
