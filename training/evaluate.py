@@ -29,15 +29,18 @@ Scorer = Callable[[str, list[str]], list[float]]
 
 
 def load_scorer(path: str) -> Scorer:
-    """The ranker at `path`: an ONNX ranker folder, a ColBERT (MaxSim, bf16, loaded by the
-    server's own `ColbertScorer`), a saved CrossEncoder (torch, bf16), or a sentence-embedding
-    model (a bi-encoder: cosine similarity of question and passage)."""
-    from smartsearch_mcp.models.onnx_ranker import OnnxRanker, is_onnx_ranker
+    """The ranker at `path`: an ONNX ranker folder (a cross-encoder or a ColBERT), a ColBERT
+    (MaxSim, bf16, loaded by the server's own `ColbertScorer`), a saved CrossEncoder (torch,
+    bf16), or a sentence-embedding model (a bi-encoder: cosine similarity of question and
+    passage)."""
+    from smartsearch_mcp.models.onnx_colbert import OnnxColbert
+    from smartsearch_mcp.models.onnx_ranker import OnnxRanker, manifest_kind
 
-    if is_onnx_ranker(path):
-        ranker = OnnxRanker.load(path)
+    kind = manifest_kind(path)
+    if kind is not None:
+        ranker = OnnxColbert.load(path) if kind == "colbert" else OnnxRanker.load(path)
         return ranker.score
-    if _is_colbert(Path(path)):
+    if is_colbert(Path(path)):
         from smartsearch_mcp.models import ColbertScorer, ModelLocation
 
         colbert = ColbertScorer.load(ModelLocation(path, path, "directory"), precision="bf16")
@@ -79,7 +82,7 @@ def _is_bi_encoder(folder: Path) -> bool:
     return modules.is_file() and "Pooling" in modules.read_text(encoding="utf-8")
 
 
-def _is_colbert(folder: Path) -> bool:
+def is_colbert(folder: Path) -> bool:
     """A multi-vector model: a sentence-transformers >= 6 `MultiVectorEncoder` save, or a
     PyLate one (its query and document prefixes in the same file)."""
     config = folder / "config_sentence_transformers.json"

@@ -1,4 +1,4 @@
-"""Export a trained cross-encoder as the ONNX ranker folder the server loads:
+"""Export a trained cross-encoder or ColBERT as the ONNX ranker folder the server loads:
 
     python -m training.export --model runs/ce-all/model --card MODEL_CARD.md \
         --out smartsearch_mcp/weights/<name>
@@ -17,12 +17,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from smartsearch_mcp.models.onnx_ranker import export_onnx_ranker, read_manifest
+from smartsearch_mcp.models.onnx_colbert import export_onnx_colbert
+from smartsearch_mcp.models.onnx_ranker import export_onnx_ranker, manifest_kind, read_manifest
+from training.evaluate import is_colbert
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", required=True, help="a saved CrossEncoder folder")
+    parser.add_argument(
+        "--model", required=True, help="a saved CrossEncoder or MultiVectorEncoder folder"
+    )
     parser.add_argument("--out", required=True, help="the ranker folder to write")
     parser.add_argument("--card", help="the model card (markdown), shipped as README.md")
     parser.add_argument("--precision", choices=("int8", "fp32"), default="int8")
@@ -34,8 +38,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     recipe = Path(args.model) / "training.json"
     if recipe.is_file():
         extra["training.json"] = recipe.read_text(encoding="utf-8")
-    folder = export_onnx_ranker(args.model, args.out, precision=args.precision, extra_files=extra)
-    manifest = read_manifest(folder)
+    export = export_onnx_colbert if is_colbert(Path(args.model)) else export_onnx_ranker
+    folder = export(args.model, args.out, precision=args.precision, extra_files=extra)
+    manifest = read_manifest(folder, manifest_kind(folder) or "", ())
     print(json.dumps(manifest["sha256"], indent=1))
 
 

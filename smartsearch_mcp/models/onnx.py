@@ -145,19 +145,7 @@ def export_classifier(
                 torch,
             )
         if precision == "int8":
-            quantization = importer("onnxruntime.quantization")
-            quiet = _DropAdvice()  # the quantizer's advice for image models, on the root logger
-            logging.getLogger().addFilter(quiet)
-            try:
-                quantization.quantize_dynamic(
-                    str(plain),
-                    str(work / INT8_FILE),
-                    weight_type=quantization.QuantType.QInt8,
-                    per_channel=True,
-                    reduce_range=False,
-                )
-            finally:
-                logging.getLogger().removeFilter(quiet)
+            quantize_per_channel(plain, work / INT8_FILE, importer)
         target.mkdir(parents=True, exist_ok=True)
         for produced in work.iterdir():
             produced.replace(target / produced.name)
@@ -165,6 +153,24 @@ def export_classifier(
         log.info("exported the cross-encoder to ONNX (%s) in %s", precision, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def quantize_per_channel(source: Path, target: Path, importer: Any) -> None:
+    """Quantize the ONNX model at `source` to `target`: weights int8 per output channel,
+    symmetric; activations uint8, quantized per batch."""
+    quantization = importer("onnxruntime.quantization")
+    quiet = _DropAdvice()  # the quantizer's advice for image models, on the root logger
+    logging.getLogger().addFilter(quiet)
+    try:
+        quantization.quantize_dynamic(
+            str(source),
+            str(target),
+            weight_type=quantization.QuantType.QInt8,
+            per_channel=True,
+            reduce_range=False,
+        )
+    finally:
+        logging.getLogger().removeFilter(quiet)
 
 
 def trace_to_onnx(

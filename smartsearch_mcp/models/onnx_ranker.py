@@ -22,7 +22,7 @@ import logging
 import shutil
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +52,22 @@ def is_onnx_ranker(folder: str | Path) -> bool:
     return (Path(folder) / RANKER_FILE).is_file()
 
 
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The folder's ranker.json, checked for the keys a ranker needs."""
+def manifest_kind(folder: str | Path) -> str | None:
+    """The `kind` an ONNX ranker folder declares ("cross_encoder", "colbert"), or None when
+    `folder` is not one or its manifest cannot be read."""
+    try:
+        manifest = json.loads((Path(folder) / RANKER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    kind = manifest.get("kind") if isinstance(manifest, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
+def read_manifest(
+    folder: Path, kind: str = "cross_encoder", keys: Sequence[str] = ("max_length",)
+) -> dict[str, Any]:
+    """The folder's ranker.json, checked for its `kind` and the keys every ranker needs and
+    `keys`."""
     path = folder / RANKER_FILE
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -61,12 +75,61 @@ def read_manifest(folder: Path) -> dict[str, Any]:
         raise RankerFileError(f"{path}: cannot be read ({exc})") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != RANKER_FORMAT:
         raise RankerFileError(f"{path}: not a ranker manifest of format {RANKER_FORMAT}")
-    if manifest.get("kind") != "cross_encoder":
-        raise RankerFileError(f"{path}: kind {manifest.get('kind')!r} is not 'cross_encoder'")
-    for key in ("model", "max_length", "inputs", "sha256"):
+    if manifest.get("kind") != kind:
+        raise RankerFileError(f"{path}: kind {manifest.get('kind')!r} is not {kind!r}")
+    for key in ("model", "inputs", "sha256", *keys):
         if key not in manifest:
             raise RankerFileError(f"{path}: no {key!r}")
     return manifest
+
+
+def open_checked(
+    folder: Path,
+    kind: str,
+    keys: Sequence[str],
+    expected: dict[str, str] | None,
+    threads: int | None,
+    importer: Any,
+) -> tuple[dict[str, Any], Any]:
+    """(manifest, ONNX Runtime session) of the ranker folder, after checking its files:
+    against `expected` (the hashes pinned for a shipped model) when given, and always
+    against its manifest."""
+    pinned = expected or {}
+    verify_files(folder, pinned)
+    manifest = read_manifest(folder, kind, keys)
+    # a file whose manifest hash is the pinned one was just checked: not read twice
+    verify_files(folder, {n: h for n, h in manifest["sha256"].items() if pinned.get(n) != h})
+    ort = importer("onnxruntime")
+    switch_off_onnxruntime_events(ort)
+    options = ort.SessionOptions()
+    if threads:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    session = ort.InferenceSession(
+        str(folder / manifest["model"]), options, providers=["CPUExecutionProvider"]
+    )
+    return manifest, session
+
+
+def padded_feeds(encodings: Sequence[Any], names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The inputs `names` of a batch of tokenizer encodings, zero-padded to the longest."""
+    width = max(len(e.ids) for e in encodings)
+    feeds = {}
+    for name in names:
+        padded = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, encoding in enumerate(encodings):
+            values = getattr(encoding, _ENCODING_FIELDS[name])
+            padded[row, : len(values)] = values
+        feeds[name] = padded
+    return feeds
+
+
+_ENCODING_FIELDS = {
+    "input_ids": "ids",
+    "attention_mask": "attention_mask",
+    "token_type_ids": "type_ids",
+}
 
 
 def file_sha256(path: Path) -> str:
@@ -131,27 +194,10 @@ class OnnxRanker:
         """Open the ranker in `folder` after checking its files: against `expected` (the
         hashes pinned for a shipped model) when given, and always against its manifest."""
         directory = Path(folder)
-        pinned = expected or {}
-        verify_files(directory, pinned)
-        manifest = read_manifest(directory)
-        # a file whose manifest hash is the pinned one was just checked: not read twice
-        verify_files(directory, {n: h for n, h in manifest["sha256"].items() if pinned.get(n) != h})
-        tokenizers = importer("tokenizers")
-        tokenizer = tokenizers.Tokenizer.from_file(str(directory / TOKENIZER_FILE))
-        tokenizer.no_padding()
-        tokenizer.enable_truncation(
-            max_length=int(manifest["max_length"]), strategy="longest_first"
+        manifest, session = open_checked(
+            directory, "cross_encoder", ("max_length",), expected, threads, importer
         )
-        ort = importer("onnxruntime")
-        switch_off_onnxruntime_events(ort)
-        options = ort.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        session = ort.InferenceSession(
-            str(directory / manifest["model"]), options, providers=["CPUExecutionProvider"]
-        )
+        tokenizer = load_tokenizer(directory, int(manifest["max_length"]), importer)
         precision = "int8" if "int8" in str(manifest["model"]) else "fp32"
         ranker = cls(
             session, tokenizer, manifest["inputs"], precision=precision, batch_size=batch_size
@@ -172,19 +218,17 @@ class OnnxRanker:
         return [float(x) for x in logits]
 
     def _run(self, encodings: list[Any]) -> np.ndarray:
-        width = max(len(e.ids) for e in encodings)
-        columns = {
-            "input_ids": [e.ids for e in encodings],
-            "attention_mask": [e.attention_mask for e in encodings],
-            "token_type_ids": [e.type_ids for e in encodings],
-        }
-        feeds = {}
-        for name in self._inputs:
-            padded = np.zeros((len(encodings), width), dtype=np.int64)
-            for row, values in enumerate(columns[name]):
-                padded[row, : len(values)] = values
-            feeds[name] = padded
+        feeds = padded_feeds(encodings, self._inputs)
         return np.asarray(self._session.run(None, feeds)[0], dtype=np.float64)[:, 0]
+
+
+def load_tokenizer(folder: Path, max_length: int, importer: Any) -> Any:
+    """The folder's tokenizer.json (tokenizers library), unpadded, truncating longest-first
+    at `max_length` tokens."""
+    tokenizer = importer("tokenizers").Tokenizer.from_file(str(folder / TOKENIZER_FILE))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_length, strategy="longest_first")
+    return tokenizer
 
 
 def export_onnx_ranker(
@@ -217,14 +261,34 @@ def export_onnx_ranker(
         if n in tokenizer.model_input_names
     ]
     limit = int(max_length or model.max_seq_length or tokenizer.model_max_length)
+
+    def export(exported: Path) -> Path:
+        export_classifier(network.eval(), tokenizer, names, exported, precision, torch, importer)
+        return exported / (INT8_FILE if precision == "int8" else "model.onnx")
+
+    fields = {"kind": "cross_encoder", "max_length": limit, "inputs": names}
+    target = write_ranker_folder(out_dir, export, precision, tokenizer, fields, extra_files)
+    log.info("exported the cross-encoder to %s (%s)", target, precision)
+    return target
+
+
+def write_ranker_folder(
+    out_dir: str | Path,
+    export: Callable[[Path], Path],
+    precision: str,
+    tokenizer: Any,
+    fields: dict[str, Any],
+    extra_files: dict[str, str] | None,
+) -> Path:
+    """Write an ONNX ranker folder at `out_dir`, atomically replacing it: the model that
+    `export(work_dir)` produces, the tokenizer's tokenizer.json, `extra_files` (name -> text),
+    and ranker.json holding `fields` and every file's SHA-256."""
     target = Path(out_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".ranker-", dir=target.parent))
     try:
-        exported = work / "export"
-        export_classifier(network.eval(), tokenizer, names, exported, precision, torch, importer)
+        produced = export(work / "export")
         model_name = "model.int8.onnx" if precision == "int8" else "model.onnx"
-        produced = exported / (INT8_FILE if precision == "int8" else "model.onnx")
         folder = work / "ranker"
         folder.mkdir()
         shutil.copyfile(produced, folder / model_name)
@@ -234,19 +298,11 @@ def export_onnx_ranker(
         hashes = {
             path.name: file_sha256(path) for path in sorted(folder.iterdir()) if path.is_file()
         }
-        manifest = {
-            "format": RANKER_FORMAT,
-            "kind": "cross_encoder",
-            "model": model_name,
-            "max_length": limit,
-            "inputs": names,
-            "sha256": hashes,
-        }
+        manifest = {"format": RANKER_FORMAT, **fields, "model": model_name, "sha256": hashes}
         (folder / RANKER_FILE).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
         if target.exists():
             shutil.rmtree(target)
         folder.replace(target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    log.info("exported the cross-encoder to %s (%s)", target, precision)
     return target
