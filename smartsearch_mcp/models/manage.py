@@ -29,6 +29,7 @@ from smartsearch_mcp.models.resolve import (
     hub_offline,
     looks_like_path,
 )
+from smartsearch_mcp.models.shipped import shipped_model
 from smartsearch_mcp.models.splade import resolve_splade
 from smartsearch_mcp.types import SmartSearchError
 
@@ -161,6 +162,8 @@ def download_models(config: Config) -> list[str]:
             failed = True
         elif find_package_model(name) is not None:
             lines.append(f"{kind}: {name} is an installed package, nothing to download")
+        elif shipped_model(name) is not None:
+            lines.append(f"{kind}: {name} ships with smartsearch-mcp, nothing to download")
         elif (archived := archived_model(name)) is not None and archived.name == name.lower():
             try:  # unpacked now, so the first recall does not wait for it
                 unpacked = ensure_unpacked(archived)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from smartsearch_mcp.config import Config
+from smartsearch_mcp.models.onnx_ranker import is_onnx_ranker
 from smartsearch_mcp.models.resolve import (
     PACKAGED_EQUIVALENTS,
     find_package_model,
@@ -29,6 +30,7 @@ from smartsearch_mcp.models.resolve import (
     hub_reachable,
     is_hub_cached,
 )
+from smartsearch_mcp.models.shipped import shipped_model
 
 # The libraries each learned ranker needs (import names).
 RANKER_MODULES: dict[str, tuple[str, ...]] = {
@@ -36,6 +38,17 @@ RANKER_MODULES: dict[str, tuple[str, ...]] = {
     "bi_encoder": ("torch", "sentence_transformers"),
     "colbert": ("torch", "pylate"),
 }
+# What a ranker shipped with the package, or any ONNX ranker folder, needs instead.
+ONNX_RANKER_MODULES = ("onnxruntime", "tokenizers")
+
+
+def ranker_modules(kind: str, name: str) -> tuple[str, ...]:
+    """The libraries the ranker `kind` configured as `name` needs (import names)."""
+    if kind != "bi_encoder" and (
+        shipped_model(name) is not None or is_onnx_ranker(Path(name).expanduser())
+    ):
+        return ONNX_RANKER_MODULES
+    return RANKER_MODULES[kind]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +70,9 @@ def _module_installed(name: str) -> bool:
 def _model_on_disk(name: str) -> bool:
     if Path(name).expanduser().is_dir() or find_package_model(name) is not None:
         return True
+    shipped = shipped_model(name)
+    if shipped is not None:
+        return shipped.path.is_dir()
     if is_hub_cached(name):
         return True
     package = PACKAGED_EQUIVALENTS.get(name.lower())
@@ -87,7 +103,9 @@ def learned_models(config: Config) -> dict[str, str]:
 
 
 def missing_libraries(config: Config, installation: Installation) -> list[str]:
-    needed = {m for kind in learned_models(config) for m in RANKER_MODULES[kind]}
+    needed = {
+        m for kind, name in learned_models(config).items() for m in ranker_modules(kind, name)
+    }
     return sorted(m for m in needed if not installation.module_installed(m))
 
 

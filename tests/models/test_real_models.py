@@ -50,3 +50,24 @@ def test_the_packaged_minilm_ranks_by_meaning(minilm_registry: ModelRegistry) ->
     )
 
     assert scores[1] > scores[0] + 0.2
+
+
+def test_the_shipped_colbert_loads_by_name_checked_and_ranks_the_answer_first() -> None:
+    pytest.importorskip("onnxruntime")
+    registry = ModelRegistry(ModelsConfig(colbert="smartsearch-colbert-v1"))
+    colbert = registry.get_scorer("colbert")
+    assert colbert is not None, registry.warnings
+    status = registry.status("colbert")
+    assert status is not None and "shipped with smartsearch-mcp" in (status.location or "")
+    assert status.message == "backend: onnxruntime, precision: int8"
+
+    scores = colbert.score(
+        "When is the dentist appointment now?",
+        [
+            "I booked the dentist for March 3.",
+            "The dentist moved my appointment to March 10 at 9am.",
+            "I need to buy a new toothbrush.",
+        ],
+    )
+
+    assert scores[2] < min(scores[:2])
