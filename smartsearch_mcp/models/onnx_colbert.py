@@ -22,7 +22,7 @@ import logging
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
@@ -30,8 +30,8 @@ from smartsearch_mcp.models.onnx import INT8_FILE, quantize_per_channel, trace_t
 from smartsearch_mcp.models.onnx_ranker import (
     BATCH_ROWS,
     BATCH_TOKENS,
-    load_tokenizer,
-    open_checked,
+    CheckedFolder,
+    OnnxFolderRanker,
     padded_feeds,
     write_ranker_folder,
 )
@@ -43,12 +43,13 @@ KIND = "colbert"
 MANIFEST_KEYS = ("query_length", "document_length", "dimension")
 
 
-class OnnxColbert:
+class OnnxColbert(OnnxFolderRanker):
     """Late interaction on ONNX Runtime: the `ColbertScorer` interface (score, and documents
     encoded ahead of time: `encode_documents`, `score_encoded`, `model_id`)."""
 
     name: str = "colbert"
-    backend: str = "onnxruntime"
+    kind = KIND
+    manifest_keys = MANIFEST_KEYS
 
     def __init__(
         self,
@@ -71,30 +72,16 @@ class OnnxColbert:
         self.model_id = f"onnx-colbert:{manifest['sha256'][manifest['model']][:16]}"
         self._batch_size = max(1, batch_size)
         self._lock = threading.Lock()
-        self.threads: int | None = None  # set by the registry; ONNX Runtime has its own
+        self.threads = None
 
     @classmethod
-    def load(
-        cls,
-        folder: str | Path,
-        *,
-        threads: int | None = None,
-        batch_size: int = BATCH_ROWS,
-        expected: dict[str, str] | None = None,
-        importer: Any = importlib.import_module,
-    ) -> OnnxColbert:
-        """Open the ColBERT in `folder` after checking its files (as `OnnxRanker.load`)."""
-        directory = Path(folder)
-        manifest, session = open_checked(
-            directory, KIND, MANIFEST_KEYS, expected, threads, importer
-        )
+    def _build(cls, folder: CheckedFolder) -> Self:
+        manifest = folder.manifest
         tokenizers = (
-            load_tokenizer(directory, int(manifest["query_length"]), importer),
-            load_tokenizer(directory, int(manifest["document_length"]), importer),
+            folder.tokenizer(int(manifest["query_length"])),
+            folder.tokenizer(int(manifest["document_length"])),
         )
-        scorer = cls(session, tokenizers, manifest, batch_size=batch_size)
-        scorer.threads = threads
-        return scorer
+        return cls(folder.session, tokenizers, manifest, batch_size=folder.batch_size)
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One MaxSim score per text, in input order (query and texts encoded now)."""

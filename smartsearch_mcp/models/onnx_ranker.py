@@ -15,6 +15,7 @@ ranking. The rankers this project ships (`models/shipped.py`) are such folders.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import importlib
 import json
@@ -23,8 +24,9 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -155,14 +157,66 @@ def verify_files(folder: Path, expected: dict[str, str]) -> None:
             )
 
 
-class OnnxRanker:
+class OnnxFolderRanker(abc.ABC):
+    """What the rankers of ONNX ranker folders share: `load` checks the folder's files and
+    opens its session, `_build` makes the ranker of the folder's kind from them."""
+
+    kind: ClassVar[str]
+    manifest_keys: ClassVar[tuple[str, ...]]
+    backend: str = "onnxruntime"
+    threads: int | None  # set by the registry; ONNX Runtime has its own
+
+    @classmethod
+    def load(
+        cls,
+        folder: str | Path,
+        *,
+        threads: int | None = None,
+        batch_size: int = BATCH_ROWS,
+        expected: dict[str, str] | None = None,
+        importer: Any = importlib.import_module,
+    ) -> Self:
+        """Open the ranker in `folder` after checking its files: against `expected` (the
+        hashes pinned for a shipped model) when given, and always against its manifest."""
+        directory = Path(folder)
+        manifest, session = open_checked(
+            directory, cls.kind, cls.manifest_keys, expected, threads, importer
+        )
+        ranker = cls._build(CheckedFolder(directory, manifest, session, batch_size, importer))
+        ranker.threads = threads
+        return ranker
+
+    @classmethod
+    @abc.abstractmethod
+    def _build(cls, folder: CheckedFolder) -> Self:
+        """The ranker over a checked folder's manifest and ONNX Runtime session."""
+
+
+@dataclass(frozen=True)
+class CheckedFolder:
+    """An ONNX ranker folder whose files were checked: its manifest, its model's session, and
+    what the ranker is built with."""
+
+    directory: Path
+    manifest: dict[str, Any]
+    session: Any
+    batch_size: int
+    importer: Any
+
+    def tokenizer(self, max_length: int) -> Any:
+        """Its tokenizer, truncating at `max_length` tokens."""
+        return load_tokenizer(self.directory, max_length, self.importer)
+
+
+class OnnxRanker(OnnxFolderRanker):
     """Scores (query, text) pairs with a cross-encoder on ONNX Runtime: one logit per text.
 
     Pairs are tokenized together (truncated longest-first at the model's `max_length`, as the
     trainer saw them), sorted by length and run in batches padded to their own longest pair."""
 
     name: str = "cross_encoder"
-    backend: str = "onnxruntime"
+    kind = "cross_encoder"
+    manifest_keys = ("max_length",)
 
     def __init__(
         self,
@@ -179,31 +233,19 @@ class OnnxRanker:
         self._batch_size = max(1, batch_size)
         self._lock = threading.Lock()
         self.precision = precision
-        self.threads: int | None = None  # set by the registry; ONNX Runtime has its own
+        self.threads = None
 
     @classmethod
-    def load(
-        cls,
-        folder: str | Path,
-        *,
-        threads: int | None = None,
-        batch_size: int = BATCH_ROWS,
-        expected: dict[str, str] | None = None,
-        importer: Any = importlib.import_module,
-    ) -> OnnxRanker:
-        """Open the ranker in `folder` after checking its files: against `expected` (the
-        hashes pinned for a shipped model) when given, and always against its manifest."""
-        directory = Path(folder)
-        manifest, session = open_checked(
-            directory, "cross_encoder", ("max_length",), expected, threads, importer
-        )
-        tokenizer = load_tokenizer(directory, int(manifest["max_length"]), importer)
+    def _build(cls, folder: CheckedFolder) -> Self:
+        manifest = folder.manifest
         precision = "int8" if "int8" in str(manifest["model"]) else "fp32"
-        ranker = cls(
-            session, tokenizer, manifest["inputs"], precision=precision, batch_size=batch_size
+        return cls(
+            folder.session,
+            folder.tokenizer(int(manifest["max_length"])),
+            manifest["inputs"],
+            precision=precision,
+            batch_size=folder.batch_size,
         )
-        ranker.threads = threads
-        return ranker
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One relevance logit per text, in input order."""

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
+from probes import probe
 
 HEAVY = ["torch", "sentence_transformers", "transformers", "spacy", "pylate", "huggingface_hub"]
-ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import json, sys
@@ -21,15 +17,4 @@ print(json.dumps(sorted(name for name in {heavy} if name in sys.modules)))
 
 
 def test_importing_the_models_package_imports_no_model_library() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY)],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": ""},
-        timeout=60,
-        check=False,
-    )
-
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == []
+    assert probe(PROBE.format(heavy=HEAVY), timeout=60) == []

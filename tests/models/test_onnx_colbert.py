@@ -6,12 +6,11 @@ model whose encoding the export cannot reproduce refused."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from probes import probe
 from tiny_models import RANKING_QUERY as QUERY
 from tiny_models import RANKING_TEXTS as TEXTS
 from tiny_models import TinyModels, spearman
@@ -27,7 +26,6 @@ sentence_transformers = pytest.importorskip("sentence_transformers")
 if not hasattr(sentence_transformers, "MultiVectorEncoder"):
     pytest.skip("needs sentence-transformers >= 6", allow_module_level=True)
 
-ROOT = Path(__file__).resolve().parents[2]
 SKIPPED = [".", "?"]
 # with the skipped tokens: a document made mostly of them scores on what is left
 PUNCTUATED = [*TEXTS, "margaret moved to paris . ?", "where ? . ? ."]
@@ -119,7 +117,7 @@ def test_a_ranker_folder_of_the_other_kind_is_refused(
 
 
 def test_the_registry_loads_it_as_the_colbert_without_torch(exported: dict[str, Path]) -> None:
-    probe = f"""
+    code = f"""
 import json, sys
 from smartsearch_mcp.config import ModelsConfig
 from smartsearch_mcp.models import ModelRegistry
@@ -133,18 +131,7 @@ print(json.dumps({{
     "runs": registry.status("colbert").message,
 }}))
 """
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": ""},
-        timeout=180,
-        check=False,
-    )
-
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {
+    assert probe(code, timeout=180) == {
         "loaded": [],
         "n": 2,
         "runs": "backend: onnxruntime, precision: int8",

@@ -5,11 +5,10 @@ torch, and a shipped model resolved by name (models/shipped.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from probes import probe
 from tiny_models import MAX_LENGTH, TinyModels, spearman
 from tiny_models import RANKING_QUERY as QUERY
 from tiny_models import RANKING_TEXTS as TEXTS
@@ -27,8 +26,6 @@ from smartsearch_mcp.models.resolve import resolve_model
 
 pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +99,7 @@ def test_the_registry_ranks_with_a_ranker_folder_and_says_how_it_runs(
 
 
 def test_a_ranker_folder_loads_without_torch_or_transformers(rankers: dict[str, Path]) -> None:
-    probe = f"""
+    code = f"""
 import json, sys
 from smartsearch_mcp.config import ModelsConfig
 from smartsearch_mcp.models import ModelRegistry
@@ -111,18 +108,7 @@ scores = registry.get_scorer("cross_encoder").score("paris", ["paris is in franc
 heavy = ("torch", "transformers", "sentence_transformers")
 print(json.dumps({{"loaded": sorted(m for m in heavy if m in sys.modules), "n": len(scores)}}))
 """
-    result = subprocess.run(
-        [sys.executable, "-c", probe],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PATH": ""},
-        timeout=180,
-        check=False,
-    )
-
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"loaded": [], "n": 2}
+    assert probe(code, timeout=180) == {"loaded": [], "n": 2}
 
 
 def test_a_shipped_model_resolves_by_name_and_its_pinned_hashes_are_checked(
