@@ -82,6 +82,8 @@ def read_manifest(
     for key in ("model", "inputs", "sha256", *keys):
         if key not in manifest:
             raise RankerFileError(f"{path}: no {key!r}")
+    if not isinstance(manifest["sha256"], dict) or manifest["model"] not in manifest["sha256"]:
+        raise RankerFileError(f"{path}: no SHA-256 for its model file {manifest['model']!r}")
     return manifest
 
 

@@ -116,6 +116,20 @@ def test_a_ranker_folder_of_the_other_kind_is_refused(
         OnnxColbert.load(other)
 
 
+def test_a_manifest_that_leaves_its_model_unhashed_is_refused(
+    exported: dict[str, Path], tmp_path: Path
+) -> None:
+    import shutil
+
+    folder = shutil.copytree(exported["int8"], tmp_path / "unhashed")
+    manifest = json.loads((folder / "ranker.json").read_text())
+    del manifest["sha256"]["model.int8.onnx"]
+    (folder / "ranker.json").write_text(json.dumps(manifest))
+
+    with pytest.raises(RankerFileError, match=r"no SHA-256 for its model file 'model\.int8\.onnx'"):
+        OnnxColbert.load(folder)
+
+
 def test_the_registry_loads_it_as_the_colbert_without_torch(exported: dict[str, Path]) -> None:
     code = f"""
 import json, sys
