@@ -33,13 +33,12 @@ def load_scorer(path: str) -> Scorer:
     (MaxSim, bf16, loaded by the server's own `ColbertScorer`), a saved CrossEncoder (torch,
     bf16), or a sentence-embedding model (a bi-encoder: cosine similarity of question and
     passage)."""
-    from smartsearch_mcp.models.onnx_colbert import OnnxColbert
-    from smartsearch_mcp.models.onnx_ranker import OnnxRanker, manifest_kind
+    from smartsearch_mcp.models.onnx_ranker import manifest_kind
+    from smartsearch_mcp.models.registry import ONNX_RANKERS
 
     kind = manifest_kind(path)
-    if kind is not None:
-        ranker = OnnxColbert.load(path) if kind == "colbert" else OnnxRanker.load(path)
-        return ranker.score
+    if kind in ONNX_RANKERS:
+        return ONNX_RANKERS[kind].load(path).score
     if is_colbert(Path(path)):
         from smartsearch_mcp.models import ColbertScorer, ModelLocation
 

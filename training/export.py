@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from smartsearch_mcp.models.onnx_colbert import export_onnx_colbert
-from smartsearch_mcp.models.onnx_ranker import export_onnx_ranker, manifest_kind, read_manifest
+from smartsearch_mcp.models.onnx_colbert import OnnxColbert, export_onnx_colbert
+from smartsearch_mcp.models.onnx_ranker import OnnxRanker, export_onnx_ranker, read_manifest
 from training.evaluate import is_colbert
 
 
@@ -38,9 +38,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     recipe = Path(args.model) / "training.json"
     if recipe.is_file():
         extra["training.json"] = recipe.read_text(encoding="utf-8")
-    export = export_onnx_colbert if is_colbert(Path(args.model)) else export_onnx_ranker
+    colbert = is_colbert(Path(args.model))
+    export = export_onnx_colbert if colbert else export_onnx_ranker
     folder = export(args.model, args.out, precision=args.precision, extra_files=extra)
-    manifest = read_manifest(folder, manifest_kind(folder) or "", ())
+    ranker = OnnxColbert if colbert else OnnxRanker
+    manifest = read_manifest(folder, ranker.kind, ranker.manifest_keys)
     print(json.dumps(manifest["sha256"], indent=1))
 
 

@@ -57,6 +57,7 @@ class OnnxColbert(OnnxFolderRanker):
         tokenizers: tuple[Any, Any],
         manifest: dict[str, Any],
         *,
+        precision: str,
         batch_size: int = BATCH_ROWS,
     ) -> None:
         self._session = session
@@ -67,7 +68,7 @@ class OnnxColbert(OnnxFolderRanker):
         self._document_prompt = str(prompts.get("document") or "")
         self._skip = np.asarray(manifest.get("document_skip_ids") or [], dtype=np.int64)
         self.dimension = int(manifest["dimension"])
-        self.precision = "int8" if "int8" in str(manifest["model"]) else "fp32"
+        self.precision = precision
         # names the weights, for keying token vectors stored ahead of time
         self.model_id = f"onnx-colbert:{manifest['sha256'][manifest['model']][:16]}"
         self._batch_size = max(1, batch_size)
@@ -81,7 +82,13 @@ class OnnxColbert(OnnxFolderRanker):
             folder.tokenizer(int(manifest["query_length"])),
             folder.tokenizer(int(manifest["document_length"])),
         )
-        return cls(folder.session, tokenizers, manifest, batch_size=folder.batch_size)
+        return cls(
+            folder.session,
+            tokenizers,
+            manifest,
+            precision=folder.precision,
+            batch_size=folder.batch_size,
+        )
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One MaxSim score per text, in input order (query and texts encoded now)."""

@@ -65,9 +65,7 @@ def manifest_kind(folder: str | Path) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def read_manifest(
-    folder: Path, kind: str = "cross_encoder", keys: Sequence[str] = ("max_length",)
-) -> dict[str, Any]:
+def read_manifest(folder: Path, kind: str, keys: Sequence[str]) -> dict[str, Any]:
     """The folder's ranker.json, checked for its `kind` and the keys every ranker needs and
     `keys`."""
     path = folder / RANKER_FILE
@@ -166,6 +164,7 @@ class OnnxFolderRanker(abc.ABC):
     kind: ClassVar[str]
     manifest_keys: ClassVar[tuple[str, ...]]
     backend: str = "onnxruntime"
+    precision: str  # "int8" or "fp32" (`CheckedFolder.precision`)
     threads: int | None  # set by the registry; ONNX Runtime has its own
 
     @classmethod
@@ -205,6 +204,11 @@ class CheckedFolder:
     batch_size: int
     importer: Any
 
+    @property
+    def precision(self) -> str:
+        """ "int8" or "fp32", as its model file's name says."""
+        return "int8" if "int8" in str(self.manifest["model"]) else "fp32"
+
     def tokenizer(self, max_length: int) -> Any:
         """Its tokenizer, truncating at `max_length` tokens."""
         return load_tokenizer(self.directory, max_length, self.importer)
@@ -240,12 +244,11 @@ class OnnxRanker(OnnxFolderRanker):
     @classmethod
     def _build(cls, folder: CheckedFolder) -> Self:
         manifest = folder.manifest
-        precision = "int8" if "int8" in str(manifest["model"]) else "fp32"
         return cls(
             folder.session,
             folder.tokenizer(int(manifest["max_length"])),
             manifest["inputs"],
-            precision=precision,
+            precision=folder.precision,
             batch_size=folder.batch_size,
         )
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.models.onnx_ranker import is_onnx_ranker
+from smartsearch_mcp.models.registry import ONNX_RANKERS
 from smartsearch_mcp.models.resolve import (
     PACKAGED_EQUIVALENTS,
     find_package_model,
@@ -44,7 +45,7 @@ ONNX_RANKER_MODULES = ("onnxruntime", "tokenizers")
 
 def ranker_modules(kind: str, name: str) -> tuple[str, ...]:
     """The libraries the ranker `kind` configured as `name` needs (import names)."""
-    if kind != "bi_encoder" and (
+    if kind in ONNX_RANKERS and (
         shipped_model(name) is not None or is_onnx_ranker(Path(name).expanduser())
     ):
         return ONNX_RANKER_MODULES

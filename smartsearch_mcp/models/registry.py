@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 from smartsearch_mcp.config import ModelsConfig, NlpConfig
 from smartsearch_mcp.models.imports import quiet_loading_bars, spacy_without_torch
 from smartsearch_mcp.models.onnx_colbert import OnnxColbert
-from smartsearch_mcp.models.onnx_ranker import OnnxRanker, is_onnx_ranker
+from smartsearch_mcp.models.onnx_ranker import OnnxFolderRanker, OnnxRanker, is_onnx_ranker
 from smartsearch_mcp.models.resolve import ModelLocation, describe_load_error, resolve_model
 from smartsearch_mcp.models.scorers import (
     BiEncoderScorer,
@@ -50,6 +50,12 @@ LABELS: dict[str, str] = {
     "bi_encoder": "Bi-encoder (dense retrieval)",
     "splade": "SPLADE ranker",
     "spacy": "spaCy NER",
+}
+
+# The rankers that load from an ONNX ranker folder, by the kind of model configured.
+ONNX_RANKERS: dict[str, type[OnnxFolderRanker]] = {
+    "cross_encoder": OnnxRanker,
+    "colbert": OnnxColbert,
 }
 
 # spaCy components recall needs: NER, POS tags and lemmas. The parser is the slowest and is
@@ -257,7 +263,7 @@ class ModelRegistry:
             # The bi-encoder and an ONNX ranker folder run on ONNX Runtime: torch is imported
             # only if they need it.
             on_onnx = kind == "bi_encoder" or (
-                kind in ("cross_encoder", "colbert") and is_onnx_ranker(location.path)
+                kind in ONNX_RANKERS and is_onnx_ranker(location.path)
             )
             self._configure_torch(import_torch=not on_onnx)
             scorer = self._load_scorer(kind, location)
@@ -278,10 +284,9 @@ class ModelRegistry:
             "batch_size": self.models.batch_size,
             "importer": self._importer,
         }
-        if kind in ("cross_encoder", "colbert") and is_onnx_ranker(location.path):
+        if kind in ONNX_RANKERS and is_onnx_ranker(location.path):
             # ONNX Runtime and the tokenizers library only: no transformers, no torch
-            onnx_ranker = OnnxRanker if kind == "cross_encoder" else OnnxColbert
-            return onnx_ranker.load(
+            return ONNX_RANKERS[kind].load(
                 location.path,
                 threads=self._threads,
                 batch_size=self.models.batch_size,
@@ -357,7 +362,7 @@ class ModelRegistry:
 
 def describe_runtime(scorer: Any) -> str | None:
     """How a loaded ranker computes, for `models` and `doctor`: its backend and precision."""
-    if isinstance(scorer, CrossEncoderScorer | ColbertScorer | OnnxRanker | OnnxColbert):
+    if isinstance(scorer, CrossEncoderScorer | ColbertScorer | OnnxFolderRanker):
         return f"backend: {scorer.backend}, precision: {scorer.precision}"
     if isinstance(scorer, BiEncoderScorer):
         return f"backend: {scorer.backend}, precision: fp32"
