@@ -19,16 +19,14 @@ from __future__ import annotations
 
 import importlib
 import logging
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
 from smartsearch_mcp.models.onnx import INT8_FILE, quantize_per_channel, trace_to_onnx
 from smartsearch_mcp.models.onnx_ranker import (
-    BATCH_ROWS,
     BATCH_TOKENS,
     CheckedFolder,
     OnnxFolderRanker,
@@ -51,44 +49,18 @@ class OnnxColbert(OnnxFolderRanker):
     kind = KIND
     manifest_keys = MANIFEST_KEYS
 
-    def __init__(
-        self,
-        session: Any,
-        tokenizers: tuple[Any, Any],
-        manifest: dict[str, Any],
-        *,
-        precision: str,
-        batch_size: int = BATCH_ROWS,
-    ) -> None:
-        self._session = session
-        self._query_tokenizer, self._document_tokenizer = tokenizers
-        self._inputs = list(manifest["inputs"])
+    def __init__(self, folder: CheckedFolder) -> None:
+        super().__init__(folder)
+        manifest = folder.manifest
+        self._query_tokenizer = folder.tokenizer(int(manifest["query_length"]))
+        self._document_tokenizer = folder.tokenizer(int(manifest["document_length"]))
         prompts = manifest.get("prompts") or {}
         self._query_prompt = str(prompts.get("query") or "")
         self._document_prompt = str(prompts.get("document") or "")
         self._skip = np.asarray(manifest.get("document_skip_ids") or [], dtype=np.int64)
         self.dimension = int(manifest["dimension"])
-        self.precision = precision
         # names the weights, for keying token vectors stored ahead of time
         self.model_id = f"onnx-colbert:{manifest['sha256'][manifest['model']][:16]}"
-        self._batch_size = max(1, batch_size)
-        self._lock = threading.Lock()
-        self.threads = None
-
-    @classmethod
-    def _build(cls, folder: CheckedFolder) -> Self:
-        manifest = folder.manifest
-        tokenizers = (
-            folder.tokenizer(int(manifest["query_length"])),
-            folder.tokenizer(int(manifest["document_length"])),
-        )
-        return cls(
-            folder.session,
-            tokenizers,
-            manifest,
-            precision=folder.precision,
-            batch_size=folder.batch_size,
-        )
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One MaxSim score per text, in input order (query and texts encoded now)."""

@@ -15,7 +15,6 @@ ranking. The rankers this project ships (`models/shipped.py`) are such folders.
 
 from __future__ import annotations
 
-import abc
 import hashlib
 import importlib
 import json
@@ -157,15 +156,21 @@ def verify_files(folder: Path, expected: dict[str, str]) -> None:
             )
 
 
-class OnnxFolderRanker(abc.ABC):
+class OnnxFolderRanker:
     """What the rankers of ONNX ranker folders share: `load` checks the folder's files and
-    opens its session, `_build` makes the ranker of the folder's kind from them."""
+    opens its session; each kind is made from the `CheckedFolder`."""
 
     kind: ClassVar[str]
     manifest_keys: ClassVar[tuple[str, ...]]
     backend: str = "onnxruntime"
-    precision: str  # "int8" or "fp32" (`CheckedFolder.precision`)
-    threads: int | None  # set by the registry; ONNX Runtime has its own
+
+    def __init__(self, folder: CheckedFolder) -> None:
+        self._session = folder.session
+        self._inputs = list(folder.manifest["inputs"])
+        self._batch_size = max(1, folder.batch_size)
+        self._lock = threading.Lock()
+        self.precision = folder.precision
+        self.threads: int | None = None  # set by the registry; ONNX Runtime has its own
 
     @classmethod
     def load(
@@ -183,14 +188,9 @@ class OnnxFolderRanker(abc.ABC):
         manifest, session = open_checked(
             directory, cls.kind, cls.manifest_keys, expected, threads, importer
         )
-        ranker = cls._build(CheckedFolder(directory, manifest, session, batch_size, importer))
+        ranker = cls(CheckedFolder(directory, manifest, session, batch_size, importer))
         ranker.threads = threads
         return ranker
-
-    @classmethod
-    @abc.abstractmethod
-    def _build(cls, folder: CheckedFolder) -> Self:
-        """The ranker over a checked folder's manifest and ONNX Runtime session."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +206,7 @@ class CheckedFolder:
 
     @property
     def precision(self) -> str:
-        """ "int8" or "fp32", as its model file's name says."""
+        """Its arithmetic, int8 or fp32, as its model file's name says."""
         return "int8" if "int8" in str(self.manifest["model"]) else "fp32"
 
     def tokenizer(self, max_length: int) -> Any:
@@ -224,33 +224,9 @@ class OnnxRanker(OnnxFolderRanker):
     kind = "cross_encoder"
     manifest_keys = ("max_length",)
 
-    def __init__(
-        self,
-        session: Any,
-        tokenizer: Any,
-        input_names: Sequence[str],
-        *,
-        precision: str,
-        batch_size: int = BATCH_ROWS,
-    ) -> None:
-        self._session = session
-        self._tokenizer = tokenizer
-        self._inputs = list(input_names)
-        self._batch_size = max(1, batch_size)
-        self._lock = threading.Lock()
-        self.precision = precision
-        self.threads = None
-
-    @classmethod
-    def _build(cls, folder: CheckedFolder) -> Self:
-        manifest = folder.manifest
-        return cls(
-            folder.session,
-            folder.tokenizer(int(manifest["max_length"])),
-            manifest["inputs"],
-            precision=folder.precision,
-            batch_size=folder.batch_size,
-        )
+    def __init__(self, folder: CheckedFolder) -> None:
+        super().__init__(folder)
+        self._tokenizer = folder.tokenizer(int(folder.manifest["max_length"]))
 
     def score(self, query: str, texts: Sequence[str]) -> list[float]:
         """One relevance logit per text, in input order."""
