@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 from smartsearch_mcp.dates import format_timestamp, parse_timestamp
 from smartsearch_mcp.importers.claude_code import SESSION_PREFIX, read_transcript
 from smartsearch_mcp.namespaces import NamespaceChoice, choose_namespace
-from smartsearch_mcp.store import Store, open_configured_store
 from smartsearch_mcp.types import InputError, NotFoundError, RememberResult, Turn, TurnInput
 
 if TYPE_CHECKING:
     from smartsearch_mcp.config import StoreConfig
+    from smartsearch_mcp.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +88,18 @@ def parse_event(client: str, event: str, raw: str) -> HookEvent:
         last_assistant_message=_string(data.get("last_assistant_message")),
         turn_id=_string(data.get("turn_id")),
     )
+
+
+def event_from_json(data: Any) -> HookEvent:
+    """A HookEvent sent as JSON (`dataclasses.asdict`); InputError when it is not one."""
+    if not isinstance(data, dict) or set(data) != set(HookEvent.__dataclass_fields__):
+        raise InputError("a hook event needs exactly the fields of HookEvent")
+    if any(value is not None and not isinstance(value, str) for value in data.values()):
+        raise InputError("a hook event's fields are strings or null")
+    client, event, session = data["client"], data["event"], data["session_id"]
+    if client not in CLIENTS or event not in CLIENTS[client] or not session:
+        raise InputError(f"not a hook event: {client} {event}, session {session!r}")
+    return HookEvent(**data)
 
 
 def event_namespace(
@@ -195,8 +207,19 @@ async def capture_event(
     now: datetime | None = None,
 ) -> RememberResult | None:
     """Store what `event` adds to its session; None when nothing is new."""
-    moment = now or datetime.now(UTC)
-    transcript, payload = event_turns(event, moment)
+    transcript, payload = event_turns(event, now or datetime.now(UTC))
+    return await store_new_turns(store, event, namespace, transcript, payload)
+
+
+async def store_new_turns(
+    store: Store,
+    event: HookEvent,
+    namespace: str,
+    transcript: Sequence[TurnInput],
+    payload: Sequence[TurnInput],
+) -> RememberResult | None:
+    """Store the turns of `event` (`event_turns`) its session does not hold yet; None when
+    there are none."""
     session_id = session_key(event)
     try:
         existing = await store.session_turns(namespace, session_id)
@@ -216,6 +239,8 @@ async def capture_into_database(
 ) -> int:
     """`capture_event` on the database at `db`, opened with the config's [store] settings
     and closed afterwards; the turns the last `remember` call stored (0: nothing new)."""
+    from smartsearch_mcp.store import open_configured_store
+
     store = await open_configured_store(db, settings)
     try:
         result = await capture_event(store, event, namespace)

@@ -2,8 +2,9 @@
 each prompt by the prompt hook, without the agent asking.
 
 After the hook has stored the prompt (capture.py), it recalls for the prompt — through the
-running server's recall socket when one answers (warm models), else by its own recall with
-`inject.fallback_config` (the lexical preset: no model to load) and, unless
+running server's recall socket when one answers (warm models; the server also chooses and
+renders what to inject, below, with its loaded vocabulary, and sends only that), else by
+its own recall with `inject.fallback_config` (the lexical preset: no model to load) and, unless
 `inject.fallback_spacy`, the rule-based entity extractor instead of spaCy — and keeps a
 passage only when the ranking is sure of it and it shares enough words with the prompt:
 
@@ -23,12 +24,13 @@ recall runs in a thread the hook abandons `inject.time_limit_s` after the prompt
 the agent is never kept waiting for memory, and the hook still exits 0.
 
 The hook starts the recall as soon as it has read the prompt (`start_injection`), so a
-running server recalls while the hook stores the prompt, and the tokenizer's vocabulary loads
-meanwhile; its own recall waits until the prompt is stored, and does not run when storing
-failed. Either recall reads only the turns stored before the hook began.
+running server recalls while the hook stores the prompt; with no server, the tokenizer's
+vocabulary loads meanwhile, and the hook's own recall waits until the prompt is stored and
+does not run when storing failed. Either recall reads only the turns stored before the hook began.
 
-This module imports no model code; the recall itself is imported only when it runs, and
-the hook's own recall hands its passages over without the pydantic output models.
+This module imports no model code, nor the pipeline (whose package imports anyio) where a
+server chose: the recall itself is imported only when it runs, and the hook's own recall
+hands its passages over without the pydantic output models.
 """
 
 from __future__ import annotations
@@ -43,8 +45,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from smartsearch_mcp.config import Config, NlpConfig
-from smartsearch_mcp.pipeline.words import content_stems
+from smartsearch_mcp.config import Config, InjectConfig, NlpConfig
 from smartsearch_mcp.tokens import TokenCounter
 from smartsearch_mcp.types import RecallResult
 
@@ -88,6 +89,8 @@ class Injection:
 
 def shared_words(prompt_stems: set[str], text: str) -> int:
     """How many of the prompt's content-word stems `text` holds."""
+    from smartsearch_mcp.pipeline.words import content_stems
+
     return len(prompt_stems & content_stems(text)) if prompt_stems else 0
 
 
@@ -102,6 +105,8 @@ def confident_passages(
     """The passages of a recall's structured result (`RecallOutput` as JSON) that clear the
     bar, best first: in `namespace`, not in `current_session`, confident and sharing enough
     words with the prompt (see the module docstring)."""
+    from smartsearch_mcp.pipeline.words import content_stems
+
     stems = content_stems(prompt)
     kept: list[InjectedPassage] = []
     for item in recalled.get("passages") or []:
@@ -285,8 +290,8 @@ def recalled_passages(result: RecallResult) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class PendingInjection:
-    """A recall for the prompt running in its thread, and how to choose and render what it
-    returns (`finish`)."""
+    """A recall for the prompt running in its thread (`recall_for_prompt`), and how to
+    choose and render what it returns (`finish`)."""
 
     recall: TimedWork[tuple[dict[str, Any], str] | None]
     counter: Callable[[], TokenCounter]
@@ -298,8 +303,7 @@ class PendingInjection:
     def finish(self) -> Injection:
         """Wait at most `inject.time_limit_s` for the recall and keep what clears the bar;
         an Injection with empty text (and the reason) otherwise. Never raises."""
-        settings = self.config.inject
-        outcome = self.recall.outcome(settings.time_limit_s)
+        outcome = self.recall.outcome(self.config.inject.time_limit_s)
         if outcome is TIMED_OUT:
             return Injection("", [], 0, "time limit")
         if outcome is FAILED:
@@ -307,25 +311,72 @@ class PendingInjection:
         if outcome is None:
             return Injection("", [], 0, "nothing recalled")
         recalled, source = outcome
-        chosen = confident_passages(
+        return choose_injection(
             recalled,
             self.prompt,
             self.namespace,
             self.current_session,
-            settings.min_confidence,
-            settings.min_shared_words,
+            self.config.inject,
+            self.counter,
+            source,
         )
-        if not chosen:
-            why = "not confident" if recalled.get("passages") else "nothing recalled"
-            return Injection("", [], 0, why, source)
-        try:
-            counter = self.counter()
-        except RuntimeError:  # no tokenizer (logged), nothing measured: inject nothing
-            return Injection("", [], 0, "error", source)
-        text, kept = render_injection(chosen, counter, settings.max_tokens)
-        if not kept:
-            return Injection("", [], 0, "not confident", source)
-        return Injection(text, kept, counter.count(text), "injected", source)
+
+
+def choose_injection(
+    recalled: dict[str, Any],
+    prompt: str,
+    namespace: str,
+    current_session: str | None,
+    settings: InjectConfig,
+    counter: Callable[[], TokenCounter],
+    source: str = "",
+) -> Injection:
+    """What to inject of a recall's structured result (`recalled`): the passages that clear
+    the bar (`confident_passages`) under the header, within `settings.max_tokens` as
+    `counter()` counts them (called only when a passage clears the bar: loading a
+    vocabulary costs time). The hook's own recall and the running server's both choose
+    here. Never raises: a counter that fails (RuntimeError) injects nothing."""
+    chosen = confident_passages(
+        recalled,
+        prompt,
+        namespace,
+        current_session,
+        settings.min_confidence,
+        settings.min_shared_words,
+    )
+    if not chosen:
+        why = "not confident" if recalled.get("passages") else "nothing recalled"
+        return Injection("", [], 0, why, source)
+    try:
+        loaded = counter()
+    except RuntimeError:  # no tokenizer (logged), nothing measured: inject nothing
+        return Injection("", [], 0, "error", source)
+    text, kept = render_injection(chosen, loaded, settings.max_tokens)
+    if not kept:
+        return Injection("", [], 0, "not confident", source)
+    return Injection(text, kept, loaded.count(text), "injected", source)
+
+
+def injection_json(injection: Injection) -> dict[str, Any]:
+    """`injection` as the recall socket sends it (`injection_from_json` reads it back)."""
+    return {
+        "text": injection.text,
+        "passages": [dataclasses.asdict(p) for p in injection.passages],
+        "tokens": injection.tokens,
+        "reason": injection.reason,
+    }
+
+
+def injection_from_json(data: Any, source: str) -> Injection | None:
+    """The Injection a running server sent (`injection_json`); None when it is not one."""
+    try:
+        passages = [InjectedPassage(**item) for item in data["passages"]]
+        text, tokens, reason = data["text"], data["tokens"], data["reason"]
+    except (KeyError, TypeError):
+        return None
+    if not (isinstance(text, str) and isinstance(tokens, int) and isinstance(reason, str)):
+        return None
+    return Injection(text, passages, tokens, reason, source)
 
 
 def start_injection(
@@ -339,7 +390,7 @@ def start_injection(
 ) -> PendingInjection:
     """Start the recall for `prompt` (a user-prompt hook's, in `session`) over the turns of
     `namespace` stored before the hook `began`, and the loading of the token counter, each
-    in a thread: a running server answers while the hook stores the prompt; the hook's own
+    in a thread: a running server recalls while the hook stores the prompt; the hook's own
     recall waits for the `stored` gate. `PendingInjection.finish` then says what to add to
     the agent's context."""
     from smartsearch_mcp.dates import format_timestamp
@@ -420,9 +471,12 @@ __all__ = [
     "PendingInjection",
     "TimedWork",
     "abandoned",
+    "choose_injection",
     "confident_passages",
     "fallback_config",
     "hook_output",
+    "injection_from_json",
+    "injection_json",
     "passage_line",
     "recall_for_prompt",
     "recalled_passages",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.paths import APP_NAME
-from smartsearch_mcp.store.postgres_url import MASK, is_postgres_url, mask_url, passwords
+from smartsearch_mcp.postgres_url import MASK, is_postgres_url, mask_url, passwords
 
 
 def server_command(db: str | None, config: str | None, namespace: str | None) -> list[str]:

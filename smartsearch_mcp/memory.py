@@ -9,10 +9,12 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
+import anyio.to_thread
 
 from smartsearch_mcp import grep as grep_rules
 from smartsearch_mcp import timeline as timeline_rules
@@ -33,6 +35,9 @@ from smartsearch_mcp.types import (
     Turn,
     TurnInput,
 )
+
+if TYPE_CHECKING:
+    from smartsearch_mcp.capture import HookEvent
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +105,24 @@ class Memory:
         if result.stored:
             self._new_turns_stored()
         return result
+
+    async def capture(self, event: HookEvent, namespace: str) -> int:
+        """Store what a client hook's `event` adds to its session (smartsearch_mcp.capture),
+        as `remember` stores turns; the turns stored (0: nothing new). The transcript is
+        read in a worker thread: it can be megabytes, and a server's loop must not wait."""
+        from smartsearch_mcp.capture import event_turns, store_new_turns
+
+        moment = datetime.now(UTC)
+        transcript, payload = await anyio.to_thread.run_sync(event_turns, event, moment)
+        result = await store_new_turns(
+            self.store, event, self.resolve_namespace(namespace), transcript, payload
+        )
+        self.pipeline.invalidate()
+        if result is None:
+            return 0
+        if result.stored:
+            self._new_turns_stored()
+        return result.stored
 
     def _new_turns_stored(self) -> None:
         self._new_turns.set()

@@ -1,5 +1,6 @@
 """Where the project keeps its own files: the platform's user cache dir (models unpacked,
-ONNX copies, detect-secrets' patterns). Light to import: the hook path uses it."""
+ONNX copies, detect-secrets' patterns), and private directories made for them. Light to
+import: the hook path uses it."""
 
 from __future__ import annotations
 
@@ -13,3 +14,14 @@ def user_cache_dir() -> Path:
     import platformdirs
 
     return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False))
+
+
+def make_private_dir(directory: Path) -> None:
+    """Create `directory` 0700 if it is missing, and its missing parents 0700 too (they were
+    made by us, for it: `--db a/b/m.db`)."""
+    missing = []
+    while not directory.exists() and directory != directory.parent:
+        missing.append(directory)
+        directory = directory.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)

@@ -10,8 +10,11 @@ loaded: it listens on a private Unix socket, and `smartsearch-mcp recall` asks i
   this user with mode 0700, and the socket 0600; on Linux the server also checks that the
   peer runs as the same user. Anything else and the socket is not used.
 - What: one JSON line per connection, one JSON line back: the recall tool's text and
-  structured result. The server answers only when its settings are the CLI's (a hash of
-  the effective configuration), so the answer is the one a local recall would give.
+  structured result; or, for the prompt hook (`inject` in the request: its settings and
+  session), only what it injects, chosen as its own recall would choose (inject.py) with the
+  server's loaded vocabulary, so the hook loads none. The server answers only when its
+  settings are the CLI's (a hash of the effective configuration), so the answer is the one
+  a local recall would give.
 - Never in the way: no socket, a stale one (server killed), another configuration or any
   failure → the CLI recalls locally, as before. The first server on a database listens
   (it holds a lock on `<socket>.lock` while it does); the others don't.
@@ -30,19 +33,23 @@ import socket
 import stat
 import struct
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import anyio
-from anyio.abc import SocketStream
-
-from smartsearch_mcp.store.postgres_url import is_postgres_url
-from smartsearch_mcp.types import InputError, SmartSearchError
+from smartsearch_mcp.postgres_url import is_postgres_url
+from smartsearch_mcp.types import ConfigError, InputError, SmartSearchError
 
 if TYPE_CHECKING:
-    from smartsearch_mcp.config import Config
+    from anyio.abc import SocketStream
+
+    from smartsearch_mcp.capture import HookEvent
+    from smartsearch_mcp.config import Config, InjectConfig
     from smartsearch_mcp.memory import Memory
+    from smartsearch_mcp.types import RecallResult
+
+# The server side imports anyio where it runs: the client side (a prompt hook asking a
+# running server) imports neither it nor the store.
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +121,8 @@ async def serve_recalls(memory: Memory, db: str | Path, config: Config) -> None:
     """Answer CLI recalls on `db`'s socket until cancelled. Returns at once when the
     socket cannot be used or another server already answers on it. Never raises (but
     cancellation): the CLI's shortcut must not take the server down with it."""
+    import anyio
+
     path = socket_path(db, create_dir=True)
     if path is None:
         return
@@ -169,6 +178,8 @@ async def _accept(listener: Any, memory: Memory, fingerprint: str) -> None:
     """Accept connections until cancelled, at most MAX_CONNECTIONS answered at once. A
     process out of descriptors (EMFILE, ENFILE) or buffers waits and accepts again rather
     than giving up (anyio's own `serve` lets the error end its task group)."""
+    import anyio
+
     active = 0
 
     async def answer(stream: SocketStream) -> None:
@@ -203,14 +214,24 @@ async def _answer(stream: SocketStream, memory: Memory, fingerprint: str) -> Non
     """Answer one connection. Never raises but cancellation: a request that breaks the
     JSON reader (nesting), a recall that runs out of memory or any other failure is an
     error reply, and the server goes on."""
+    import anyio
+    import anyio.abc
+
+    async def send(reply: dict[str, Any]) -> None:
+        await stream.send(json.dumps(reply).encode() + b"\n")
+
     async with stream:
         try:
             if not peer_is_this_user(stream.extra(anyio.abc.SocketAttribute.raw_socket)):
                 return
             with anyio.fail_after(REQUEST_TIMEOUT_S):
                 line = await _read_line(stream)
-            reply = await _recall_reply(json.loads(line), memory, fingerprint)
-        except (ValueError, TypeError, TimeoutError, RecursionError) as exc:
+            request = json.loads(line)
+            if isinstance(request, dict) and request.get("op") == "capture":
+                reply = await _capture_reply(request, memory, fingerprint, send)
+            else:
+                reply = await _recall_reply(request, memory, fingerprint)
+        except (ValueError, TypeError, TimeoutError, RecursionError, InputError) as exc:
             reply = {"ok": False, "error": f"bad request: {type(exc).__name__}: {exc}"[:500]}
         except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             return
@@ -220,7 +241,10 @@ async def _answer(stream: SocketStream, memory: Memory, fingerprint: str) -> Non
             log.exception("CLI recall failed")
             reply = {"ok": False, "error": f"the server failed this recall: {exc!r}"[:500]}
         with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await stream.send(json.dumps(reply).encode() + b"\n")
+            await send(reply)
+
+
+Sender = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 async def _read_line(stream: SocketStream) -> bytes:
@@ -259,6 +283,73 @@ async def _recall_reply(request: Any, memory: Memory, fingerprint: str) -> dict[
     }
 
 
+async def _capture_reply(
+    request: dict[str, Any], memory: Memory, fingerprint: str, send: Sender
+) -> dict[str, Any]:
+    """A prompt hook's event stored, then what to inject for its prompt: the first line
+    (`{"ok": true, "stored": n}`, sent by `send` as soon as the event is stored, or an error:
+    the hook then stores the event itself), then the reply returned here (`injection`:
+    inject.injection_json, null when none was asked or the prompt is no query)."""
+    from smartsearch_mcp.capture import event_from_json
+    from smartsearch_mcp.memory import MAX_QUERY_CHARS
+
+    if request.get("config") != fingerprint:
+        return {"ok": False, "other_config": True}
+    event = event_from_json(request.get("event"))
+    namespace, until, wanted = request.get("namespace"), request.get("until"), request.get("inject")
+    if not isinstance(namespace, str) or not isinstance(until, str):
+        raise TypeError("a capture needs its namespace and until as strings")
+    settings = None if wanted is None else _inject_settings(wanted, memory)
+    stored = await memory.capture(event, namespace)
+    await send({"ok": True, "pid": os.getpid(), "stored": stored})
+    query = (event.prompt or "").strip()[:MAX_QUERY_CHARS]
+    if settings is None or not query:
+        return {"ok": True, "injection": None}
+    try:
+        result = await memory.recall(query, namespace=namespace, until=until)
+    except SmartSearchError as exc:
+        return {"ok": False, "error": str(exc)}
+    return {"ok": True, "injection": _injection(query, result, event, namespace, settings, memory)}
+
+
+def _inject_settings(wanted: Any, memory: Memory) -> InjectConfig:
+    """The prompt hook's inject settings (`inject` of its request), checked as a config
+    file's; the server's own settings for the keys it leaves out."""
+    if not isinstance(wanted, dict):
+        raise TypeError("inject must be an object of [inject] settings")
+    try:
+        return memory.config.with_overrides(inject=wanted).inject
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _injection(
+    query: str,
+    result: RecallResult,
+    event: HookEvent,
+    namespace: str,
+    settings: InjectConfig,
+    memory: Memory,
+) -> dict[str, Any]:
+    """What the prompt hook injects of `result` — the choice its own recall would make
+    (smartsearch_mcp.inject), leaving out the event's session — counted with this server's
+    loaded vocabulary."""
+    from smartsearch_mcp.capture import session_key
+    from smartsearch_mcp.inject import choose_injection, injection_json, recalled_passages
+    from smartsearch_mcp.tokens import get_token_counter
+
+    tokenizer = memory.config.truncation.tokenizer
+    chosen = choose_injection(
+        recalled_passages(result),
+        query,
+        namespace,
+        session_key(event),
+        settings,
+        lambda: get_token_counter(tokenizer),
+    )
+    return injection_json(chosen)
+
+
 def peer_is_this_user(sock: socket.socket) -> bool:
     """Whether the process at the other end runs as this user (Linux: SO_PEERCRED; where
     the platform cannot tell, the socket's 0600 mode and private directory decide)."""
@@ -286,14 +377,8 @@ def ask_running_server(
     """The recall of the server running on `db` with these settings, or None when there
     is none (or it cannot answer: the caller recalls locally). A recall error the server
     reports (a bad date, say) is raised as SmartSearchError, as a local recall would."""
-    path = socket_path(db)
+    path = _server_socket(db)
     if path is None:
-        return None
-    try:
-        info = path.lstat()
-    except OSError:
-        return None
-    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
         return None
     request = {"op": "recall", "config": config_fingerprint(config), "query": query, **options}
     reply = _exchange(path, request)
@@ -310,6 +395,72 @@ def ask_running_server(
         return None
 
 
+@dataclasses.dataclass(frozen=True)
+class ServerCapture:
+    pid: int
+    stored: int
+    injection: Any  # inject.injection_json's dict as sent; None when none came
+
+
+def capture_on_server(
+    db: str | Path,
+    config: Config,
+    event: HookEvent,
+    namespace: str,
+    until: str,
+    inject: bool,
+    time_limit_s: float,
+) -> ServerCapture | None:
+    """A prompt hook's `event` stored by the server running on `db` with these settings,
+    which then, if `inject`, recalls for its prompt over the turns stored before `until` and
+    chooses what to inject (with `config.inject`). None when no server stored
+    it within `time_limit_s` (none runs, another configuration, an earlier version, a
+    failure): the caller stores it. The injection is waited for `time_limit_s` more."""
+    path = _server_socket(db)
+    if path is None:
+        return None
+    request = {
+        "op": "capture",
+        "config": config_fingerprint(config),
+        "event": dataclasses.asdict(event),
+        "namespace": namespace,
+        "until": until,
+        "inject": dataclasses.asdict(config.inject) if inject else None,
+    }
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        try:
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            sock.connect(str(path))
+            sock.settimeout(time_limit_s)
+            sock.sendall(json.dumps(request).encode() + b"\n")
+            lines = sock.makefile("rb")
+            stored = _json_line(lines.readline(MAX_LINE))
+        except OSError:
+            return None
+        if stored is None or not stored.get("ok") or type(stored.get("stored")) is not int:
+            return None
+        try:
+            chosen = _json_line(lines.readline(MAX_LINE))
+        except OSError:  # past the time limit, or the server went away: nothing injected
+            chosen = None
+    injection = chosen.get("injection") if chosen is not None and chosen.get("ok") else None
+    return ServerCapture(int(stored.get("pid") or 0), stored["stored"], injection)
+
+
+def _server_socket(db: str | Path) -> Path | None:
+    """The socket of the server running on `db`, when there is one that is this user's."""
+    path = socket_path(db)
+    if path is None:
+        return None
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
+        return None
+    return path
+
+
 def _exchange(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:
@@ -320,6 +471,11 @@ def _exchange(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
             data = _receive_line(sock.recv)
         except OSError:  # refused (a stale socket), reset, timed out
             return None
+    return _json_line(data)
+
+
+def _json_line(data: bytes) -> dict[str, Any] | None:
+    """A reply line read as a JSON object; None when it is not one (or cut short)."""
     try:
         reply = json.loads(data)
     except ValueError:
@@ -346,7 +502,9 @@ def describe(answer: ServerAnswer) -> str:
 __all__ = [
     "RUNTIME_ENV",
     "ServerAnswer",
+    "ServerCapture",
     "ask_running_server",
+    "capture_on_server",
     "config_fingerprint",
     "describe",
     "peer_is_this_user",

@@ -45,6 +45,11 @@ ROOT = Path(__file__).parents[1]
 COUNTER = get_token_counter("o200k_base")
 FLAT = "We rented a flat in Piran by Tartini Square for March 4 to 10."
 PROMPT = "Which dates do we have the flat in Piran? I'm booking the bus."
+OTHER_TURNS = [
+    "The dog stays with my sister while we are away.",
+    "Remind me to renew the car insurance in July.",
+    "The new sofa arrives on Friday afternoon.",
+]
 
 
 def _passage(turn_id: int, text: str, confidence: float, **fields: Any) -> dict[str, Any]:
@@ -414,8 +419,9 @@ def test_the_server_tells_the_agent_injected_turns_are_not_all_and_to_recall_for
 
 @contextlib.contextmanager
 def _answering_server(db: Path, runtime: Path, passages: list[dict[str, Any]]) -> Iterator[list]:
-    """A stand-in for a running server on `db`: answers each recall with `passages` and
-    records the requests it gets."""
+    """A stand-in for a running server of an earlier version on `db`, which answered
+    recalls only: each recall with `passages`, any other request (the prompt hook's capture)
+    as a bad one, as it did. Records the requests it gets."""
     from smartsearch_mcp.recall_socket import socket_path
 
     path = socket_path(db, runtime=runtime)
@@ -443,7 +449,10 @@ def _answering_server(db: Path, runtime: Path, passages: list[dict[str, Any]]) -
                         break
                     data += chunk
                 requests.append(json.loads(data))
-                reply = {"ok": True, "pid": 1, "text": "", "json": {"passages": passages}}
+                reply: dict[str, Any] = {"ok": True, "pid": 1, "text": "", "json": {}}
+                reply["json"]["passages"] = passages
+                if requests[-1].get("op") != "recall":
+                    reply = {"ok": False, "error": "bad request: expected {'op': 'recall'}"}
                 connection.sendall(json.dumps(reply).encode() + b"\n")
 
     thread = threading.Thread(target=answer, daemon=True)
@@ -482,11 +491,12 @@ def _hook_loading_none_of(
 
 
 @pytest.mark.slow
-def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the_recall_code(
+def test_with_an_earlier_server_the_hook_stores_the_prompt_and_injects_its_recall(
     tmp_path: Path, hook_env: dict[str, str]
 ):
-    # The hook process stores the prompt and renders the server's answer: it imports neither
-    # the recall pipeline nor numpy, pydantic, a model library or the benchmarks' loaders.
+    # A server of an earlier version does not take the prompt hook's capture: the hook
+    # stores the prompt, asks the server's recall and renders it, importing neither the
+    # recall code nor numpy, pydantic, a model library or the benchmarks' loaders.
     db = Path(hook_env["SMARTSEARCH_DB"])
     anyio.run(_remember, db, "proj", "past", [FLAT])
     heavy = (
@@ -504,8 +514,57 @@ def test_with_a_server_answering_the_hook_injects_its_recall_without_loading_the
     assert done.returncode == 0, done.stderr
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert context.splitlines()[1:] == [f"- [2026-11-25 20:30] Wren #7: {FLAT}"]
-    assert [r["query"] for r in requests] == [PROMPT]
+    assert [r["op"] for r in requests] == ["capture", "recall"]
+    assert requests[1]["query"] == PROMPT
     assert PROMPT in [t.text for t in anyio.run(_stored, db)]
+
+
+@pytest.mark.slow
+def test_with_a_server_running_it_stores_the_prompt_and_the_hook_loads_no_store_or_vocabulary(
+    tmp_path: Path, hook_env: dict[str, str]
+):
+    # The running server stores the prompt and chooses what to inject with its loaded
+    # vocabulary: the hook process, which every prompt waits for, imports neither the store
+    # (aiosqlite) nor a tokenizer nor the recall pipeline.
+    from servers import cli_command, write_lexical_config
+
+    from smartsearch_mcp.recall_socket import socket_path
+
+    db = Path(hook_env["SMARTSEARCH_DB"])
+    flat, *_ = anyio.run(_remember, db, "proj", "past", [FLAT, *OTHER_TURNS])
+    config = str(write_lexical_config(tmp_path))
+    heavy = ("aiosqlite", "smartsearch_mcp.store", "tiktoken", "smartsearch_mcp.pipeline")
+    server = subprocess.Popen(
+        cli_command("serve", "--db", str(db), "--config", config),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=hook_env,
+        cwd=ROOT,
+    )
+    try:
+        runtime = Path(hook_env["SMARTSEARCH_RUNTIME_DIR"])
+        path = socket_path(db, runtime=runtime)
+        assert path is not None
+        for _ in range(600):
+            if path.exists() or server.poll() is not None:
+                break
+            threading.Event().wait(0.1)
+        options = ["--namespace", "proj", "--config", config]
+        done = _hook_loading_none_of(heavy, options, hook_env)
+        again = _hook_loading_none_of(heavy, options, hook_env)  # the same payload again
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()
+        server.wait(timeout=60)
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.splitlines()[1] == f"- [2026-11-25 20:30] Wren #{flat}: {FLAT}"
+    assert again.returncode == 0 and again.stdout == done.stdout, again.stderr
+    log = (db.parent / "hooks.log").read_text()
+    assert log.count("stored 1 turn in proj") == 1 and "stored 0 turns in proj" in log
+    assert log.count("(by the server, pid") == 2 and "local recall" not in log
+    assert [t.text for t in anyio.run(_stored, db)].count(PROMPT) == 1
 
 
 @pytest.mark.slow

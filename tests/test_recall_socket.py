@@ -5,6 +5,7 @@ server's socket is only a fallback to the local recall."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import socket
@@ -13,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +22,20 @@ import anyio
 import pytest
 from servers import REPO, cli_command, run_cli, subprocess_env, write_lexical_config
 
+from smartsearch_mcp.capture import HookEvent, parse_event, session_key
 from smartsearch_mcp.config import Config
+from smartsearch_mcp.dates import format_timestamp
+from smartsearch_mcp.inject import choose_injection, injection_from_json, recalled_passages
 from smartsearch_mcp.memory import Memory
 from smartsearch_mcp.recall_socket import (
     RUNTIME_ENV,
+    capture_on_server,
     config_fingerprint,
     runtime_dir,
     serve_recalls,
     socket_path,
 )
+from smartsearch_mcp.tokens import get_token_counter
 from smartsearch_mcp.types import TurnInput
 
 pytestmark = pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="no Unix sockets")
@@ -455,3 +462,119 @@ async def test_hostile_clients_cannot_end_the_server(tmp_path, runtime, monkeypa
     assert exhausted == {"ok": False, "error": "the server ran out of memory for this recall"}
     assert closed == b""
     assert answered["ok"] is True and "Lisbon" in str(answered["text"])
+
+
+# ---------------------------------------------------------------------- the prompt hook's capture
+
+
+UNTIL = "2100-01-01T00:00:00Z"
+
+
+def _prompt_event(session: str, prompt: str) -> HookEvent:
+    return parse_event(
+        "claude-code", "user-prompt", json.dumps({"session_id": session, "prompt": prompt})
+    )
+
+
+@pytest.mark.anyio
+async def test_a_running_server_stores_a_prompt_once_then_says_what_to_inject(tmp_path, runtime):
+    config = Config.load(write_lexical_config(tmp_path))
+    db = tmp_path / "memory.db"
+    memory = await Memory.open(config, db, "proj")
+    prompt = "When do we fly to Lisbon? I need to book the airport taxi."
+    try:
+        past = [
+            "We fly to Lisbon on 3 June, early morning.",
+            "The dog stays with my sister while we are away.",
+            "Remind me to renew the car insurance in July.",
+            "The new sofa arrives on Friday afternoon.",
+        ]
+        dated = [TurnInput(t, "Ann", "user", "2026-11-25T20:30:00") for t in past]
+        await memory.remember(dated, session_id="past")
+        until = format_timestamp(datetime.now(UTC))  # the hook began: its prompt comes later
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve_recalls, memory, db, config)
+            path = socket_path(db, create_dir=True)
+            assert path is not None
+            with anyio.fail_after(30):
+                while not path.exists():
+                    await anyio.sleep(0.05)
+
+            def capture(event: HookEvent, inject: bool = True, cfg: Config = config) -> Any:
+                return capture_on_server(db, cfg, event, "proj", until, inject, 30)
+
+            now = _prompt_event("now", prompt)
+            first = await anyio.to_thread.run_sync(capture, now)
+            again = await anyio.to_thread.run_sync(capture, now)
+            quiet = await anyio.to_thread.run_sync(
+                lambda: capture(_prompt_event("later", "Nothing to see"), False)
+            )
+            other = await anyio.to_thread.run_sync(
+                lambda: capture(
+                    _prompt_event("other", "not stored here"),
+                    cfg=config.with_overrides(truncation={"max_tokens": 999}),
+                )
+            )
+            group.cancel_scope.cancel()
+        stored = [t.text for t in await memory.store.session_turns("proj", session_key(now))]
+        local = choose_injection(
+            recalled_passages(await memory.recall(prompt, namespace="proj", until=until)),
+            prompt,
+            "proj",
+            session_key(now),
+            config.inject,
+            lambda: get_token_counter(config.truncation.tokenizer),
+        )
+    finally:
+        await memory.close()
+    assert (first.stored, again.stored, quiet.stored) == (1, 0, 1)
+    assert stored == [prompt]  # stored once, as the hook stores it
+    injected = injection_from_json(first.injection, "server")
+    assert injected is not None and injected.reason == "injected"
+    assert "3 June" in injected.text and prompt not in injected.text
+    assert injected.text == local.text  # the choice the hook's own code makes
+    assert quiet.injection is None
+    assert other is None  # another configuration: the hook stores the prompt itself
+
+
+@pytest.mark.anyio
+async def test_a_capture_the_server_cannot_take_stores_nothing_and_says_so(tmp_path, runtime):
+    config = Config.load(write_lexical_config(tmp_path))
+    db = tmp_path / "memory.db"
+    memory = await Memory.open(config, db, "proj")
+    good = {
+        "op": "capture",
+        "config": config_fingerprint(config),
+        "event": dataclasses.asdict(_prompt_event("now", "When is the flight?")),
+        "namespace": "proj",
+        "until": UNTIL,
+        "inject": None,
+    }
+    bad = [
+        {**good, "event": {**good["event"], "client": "vim"}},
+        {**good, "event": {**good["event"], "prompt": 5}},
+        {**good, "event": {"session_id": "now"}},
+        {**good, "namespace": None},
+        {**good, "inject": {"min_confidence": 7}},
+        {**good, "inject": "yes"},
+    ]
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve_recalls, memory, db, config)
+            path = socket_path(db, create_dir=True)
+            assert path is not None
+            with anyio.fail_after(30):
+                while not path.exists():
+                    await anyio.sleep(0.05)
+            replies = [
+                await anyio.to_thread.run_sync(
+                    _exchange, path, json.dumps(request).encode() + b"\n"
+                )
+                for request in bad
+            ]
+            group.cancel_scope.cancel()
+        assert (await memory.store.stats()).turns == 0
+    finally:
+        await memory.close()
+    for reply in replies:
+        assert reply["ok"] is False and str(reply["error"]).startswith("bad request"), reply

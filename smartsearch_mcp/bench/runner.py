@@ -133,8 +133,8 @@ class MemoryPool:
         store_config = self.config.store
         schema = None
         if self.database is not None:  # a schema per haystack, in the shared database
+            from smartsearch_mcp.postgres_url import with_search_path
             from smartsearch_mcp.store.postgres import create_schema
-            from smartsearch_mcp.store.postgres_url import with_search_path
 
             schema = f"bench_{uuid.uuid4().hex[:12]}"
             await create_schema(self.database, schema)

@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import anyio
-
 from smartsearch_mcp.cli.command import Command
 from smartsearch_mcp.cli.settings import default_db_path, load_config, resolve_db
 from smartsearch_mcp.config import Config
@@ -23,7 +21,7 @@ from smartsearch_mcp.types import SmartSearchError
 
 if TYPE_CHECKING:
     from smartsearch_mcp.capture import HookEvent
-    from smartsearch_mcp.inject import Gate, PendingInjection
+    from smartsearch_mcp.inject import Gate, Injection, PendingInjection
 
 log = logging.getLogger("smartsearch_mcp")
 
@@ -58,13 +56,8 @@ def capture(args: argparse.Namespace) -> int:
     problems logged to hooks.log in the data directory. Writes to stdout only what a
     user-prompt hook injects (smartsearch_mcp.inject), after the prompt is stored: the
     client adds it to the model's context."""
-    from smartsearch_mcp.capture import (
-        MAX_PAYLOAD_BYTES,
-        capture_into_database,
-        event_namespace,
-        parse_event,
-    )
-    from smartsearch_mcp.store import describe_database, is_postgres_url
+    from smartsearch_mcp.capture import MAX_PAYLOAD_BYTES, event_namespace, parse_event
+    from smartsearch_mcp.postgres_url import is_postgres_url
 
     db = args.db or os.environ.get("SMARTSEARCH_DB") or ""
     local = db and db != ":memory:" and not is_postgres_url(db)
@@ -88,12 +81,16 @@ def capture(args: argparse.Namespace) -> int:
 
         began = datetime.now(UTC)
         wants_context = config.inject.enabled and not getattr(args, "no_inject", False)
+        if args.event == "user-prompt" and _captured_by_server(
+            config, db, event, namespace, began, wants_context
+        ):
+            return 0
         started = None
         if args.event == "user-prompt" and event.prompt and wants_context:
             started = _start_injection(config, db, event, event.prompt, namespace, began)
         ok = False
         try:
-            stored = anyio.run(capture_into_database, db, config.store, event, namespace)
+            stored = _store(db, config, event, namespace)
             ok = True
         finally:
             if started is not None:
@@ -112,6 +109,7 @@ def capture(args: argparse.Namespace) -> int:
     except SmartSearchError as exc:  # e.g. a database that cannot be opened: one clear line
         log.error("hook %s %s failed: %s", args.client, args.event, exc)
     except sqlite3.Error as exc:  # e.g. corruption met while storing
+        from smartsearch_mcp.store import describe_database
         from smartsearch_mcp.store.files import describe_error
 
         log.error(
@@ -128,6 +126,50 @@ def capture(args: argparse.Namespace) -> int:
             handler.close()
         logging.raiseExceptions = raising
     return 0
+
+
+def _captured_by_server(
+    config: Config, db: str, event: HookEvent, namespace: str, began: datetime, inject: bool
+) -> bool:
+    """Whether the server running on `db` (with these settings) stored the prompt hook's
+    `event`; if so, what it chose to inject is printed (when `inject`). No server, or one
+    that did not store it within the time limit: False, and the hook stores it itself. This
+    process then imports neither the store nor a tokenizer: a prompt waits for this hook."""
+    from smartsearch_mcp.dates import format_timestamp
+    from smartsearch_mcp.inject import Injection, injection_from_json
+    from smartsearch_mcp.recall_socket import capture_on_server
+
+    until = format_timestamp(began)
+    limit = config.inject.time_limit_s
+    try:
+        served = capture_on_server(db, config, event, namespace, until, inject, limit)
+    except Exception:  # the hook stores the prompt itself
+        log.exception("hook %s user-prompt: asking the running server failed", event.client)
+        return False
+    if served is None:
+        return False
+    log.info(
+        "hook %s user-prompt: stored %d turn%s in %s / %s (by the server, pid %d)",
+        event.client,
+        served.stored,
+        "" if served.stored == 1 else "s",
+        namespace,
+        event.session_id,
+        served.pid,
+    )
+    if inject:
+        chosen = injection_from_json(served.injection, "server")
+        _print(event, chosen or Injection("", [], 0, "none from the server", "server"))
+    return True
+
+
+def _store(db: str, config: Config, event: HookEvent, namespace: str) -> int:
+    """`event` stored by this process; the turns stored."""
+    import anyio
+
+    from smartsearch_mcp.capture import capture_into_database
+
+    return anyio.run(capture_into_database, db, config.store, event, namespace)
 
 
 def _start_injection(
@@ -151,9 +193,13 @@ def _start_injection(
 def _print_injection(event: HookEvent, pending: PendingInjection) -> None:
     """Print the past turns worth adding to the agent's context for the prompt of `event`
     (nothing when none clears the bar or the recall is over its time limit)."""
+    _print(event, pending.finish())
+
+
+def _print(event: HookEvent, injection: Injection) -> None:
+    """Log what is injected for the prompt of `event` and why; print it, if anything."""
     from smartsearch_mcp.inject import hook_output
 
-    injection = pending.finish()
     log.info(
         "hook %s user-prompt: %s (%d passages, %d tokens%s)",
         event.client,
@@ -169,7 +215,7 @@ def _print_injection(event: HookEvent, pending: PendingInjection) -> None:
 
 def _hook_log_handler(path: Path) -> logging.Handler:
     """Log INFO and above to `path` (falling back to stderr when it cannot be opened)."""
-    from smartsearch_mcp.store.files import make_private_dir
+    from smartsearch_mcp.paths import make_private_dir
 
     handler: logging.Handler
     try:

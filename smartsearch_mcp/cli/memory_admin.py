@@ -100,7 +100,7 @@ def forget(args: argparse.Namespace, config: Config) -> int:
         raise InputError("say what to delete: --id ID (repeatable), --session-id ID, or --all")
     from pathlib import Path
 
-    from smartsearch_mcp.store.postgres_url import is_postgres_url
+    from smartsearch_mcp.postgres_url import is_postgres_url
     from smartsearch_mcp.store.sqlite import missing_database
 
     db = resolve_db(args, config)

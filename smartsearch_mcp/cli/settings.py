@@ -13,8 +13,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.namespaces import NamespaceChoice, choose_namespace
 from smartsearch_mcp.paths import APP_NAME
@@ -144,6 +142,8 @@ def on_project_memory(
             return await call(memory)
         finally:
             await memory.close()
+
+    import anyio
 
     return anyio.run(run)
 

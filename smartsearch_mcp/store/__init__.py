@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from smartsearch_mcp.postgres_url import is_postgres_url, mask_url
 from smartsearch_mcp.store.base import MemoryStore, Store
 from smartsearch_mcp.store.files import DatabaseError
-from smartsearch_mcp.store.postgres_url import is_postgres_url, mask_url
 from smartsearch_mcp.store.sqlite import DEFAULT_MAX_CALL_CHARS, SQLiteStore
 from smartsearch_mcp.store.turns import check_name
 

@@ -14,6 +14,7 @@ import sqlite3
 import stat
 from pathlib import Path
 
+from smartsearch_mcp.paths import make_private_dir
 from smartsearch_mcp.types import SmartSearchError
 
 log = logging.getLogger(__name__)
@@ -43,17 +44,6 @@ def create_private(file: Path) -> None:
         # Private from the first byte: memories are personal.
         fd = os.open(file, os.O_CREAT | os.O_WRONLY, 0o600)
         os.close(fd)
-
-
-def make_private_dir(directory: Path) -> None:
-    """Create `directory` 0700 if it is missing, and its missing parents 0700 too (they were
-    made by us, for it: `--db a/b/m.db`)."""
-    missing = []
-    while not directory.exists() and directory != directory.parent:
-        missing.append(directory)
-        directory = directory.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=0o700, exist_ok=True)
 
 
 def tighten_modes(file: Path) -> None:

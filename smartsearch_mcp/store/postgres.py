@@ -33,12 +33,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from smartsearch_mcp.postgres_url import guard_driver_logs, mask_url, scrub
 from smartsearch_mcp.store import postgres_fts as fts
 from smartsearch_mcp.store import queries as sql
 from smartsearch_mcp.store.dedupe import match_resent
 from smartsearch_mcp.store.files import DatabaseError
 from smartsearch_mcp.store.postgres_schema import MIGRATIONS
-from smartsearch_mcp.store.postgres_url import guard_driver_logs, mask_url, scrub
 from smartsearch_mcp.store.reads import SharedReads
 from smartsearch_mcp.store.turns import (
     CONTEXT_SUFFIX,

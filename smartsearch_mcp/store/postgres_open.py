@@ -10,9 +10,9 @@ from typing import Any
 
 import psycopg
 
+from smartsearch_mcp.postgres_url import scrub
 from smartsearch_mcp.store.files import DatabaseError
 from smartsearch_mcp.store.postgres_schema import EXTENSIONS, MIGRATIONS
-from smartsearch_mcp.store.postgres_url import scrub
 from smartsearch_mcp.store.turns import now
 from smartsearch_mcp.types import InputError
 

@@ -14,9 +14,9 @@ import anyio
 import pytest
 from servers import LEXICAL_TOML
 
+from smartsearch_mcp.postgres_url import is_postgres_url, mask_url, scrub
 from smartsearch_mcp.store import DatabaseError, open_store
 from smartsearch_mcp.store.postgres_schema import MIGRATIONS
-from smartsearch_mcp.store.postgres_url import is_postgres_url, mask_url, scrub
 from smartsearch_mcp.types import InputError, Scope, TurnInput
 
 pytestmark = pytest.mark.anyio
@@ -332,8 +332,8 @@ async def test_memories_in_two_schemas_of_one_database_share_its_extensions(post
     searches once the first schema is dropped with everything in it."""
     import psycopg
 
+    from smartsearch_mcp.postgres_url import with_search_path
     from smartsearch_mcp.store.postgres import create_schema, drop_schema
-    from smartsearch_mcp.store.postgres_url import with_search_path
 
     for schema in ("first_memory", "second_memory"):
         await create_schema(postgres_url, schema)
