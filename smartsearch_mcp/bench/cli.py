@@ -254,6 +254,24 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--config", help=argparse.SUPPRESS)
     report.add_argument("--log-level", default=None, help=argparse.SUPPRESS)
     report.set_defaults(handler=_cmd_report)
+
+    compare = sub.add_parser(
+        "compare",
+        help="did a change help? two runs of one benchmark, paired by question",
+        description="Two results folders of one benchmark (before and after a change), paired "
+        "by question: per budget the recall of each, the difference and its 95 %% interval "
+        "(resampling conversations, then their questions), and whether the change helps, "
+        "hurts or makes no clear difference.",
+    )
+    compare.add_argument("before", metavar="BEFORE_DIR")
+    compare.add_argument("after", metavar="AFTER_DIR")
+    compare.add_argument("--half", choices=("A", "B"), help="only the questions of this half")
+    compare.add_argument("--system", default="smartsearch", help="the system compared")
+    compare.add_argument("--samples", type=_positive_int, default=2000, help="resamples")
+    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--config", help=argparse.SUPPRESS)
+    compare.add_argument("--log-level", default=None, help=argparse.SUPPRESS)
+    compare.set_defaults(handler=_cmd_compare)
     return parser
 
 
@@ -843,6 +861,18 @@ def _cmd_report(
     if args.output:
         Path(args.output).write_text(markdown, encoding="utf-8")
     print(markdown)
+    return 0
+
+
+def _cmd_compare(
+    args: argparse.Namespace, config: Config, config_name: str | None, argv: list[str]
+) -> int:
+    from smartsearch_mcp.bench.compare import compare_runs, format_comparison
+    from smartsearch_mcp.bench.results import load_results
+
+    before, after = load_results(args.before), load_results(args.after)
+    differences = compare_runs(before, after, args.system, args.half, args.samples, args.seed)
+    print(format_comparison(differences, args.before, args.after, args.half, args.samples))
     return 0
 
 
