@@ -429,10 +429,7 @@ def capture_on_server(
     }
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:
-            sock.settimeout(CONNECT_TIMEOUT_S)
-            sock.connect(str(path))
-            sock.settimeout(time_limit_s)
-            sock.sendall(json.dumps(request).encode() + b"\n")
+            _send(sock, path, request, time_limit_s)
             lines = sock.makefile("rb")
             stored = _json_line(lines.readline(MAX_LINE))
         except OSError:
@@ -464,14 +461,20 @@ def _server_socket(db: str | Path) -> Path | None:
 def _exchange(path: Path, request: dict[str, Any]) -> dict[str, Any] | None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         try:
-            sock.settimeout(CONNECT_TIMEOUT_S)
-            sock.connect(str(path))
-            sock.settimeout(ANSWER_TIMEOUT_S)
-            sock.sendall(json.dumps(request).encode() + b"\n")
+            _send(sock, path, request, ANSWER_TIMEOUT_S)
             data = _receive_line(sock.recv)
         except OSError:  # refused (a stale socket), reset, timed out
             return None
     return _json_line(data)
+
+
+def _send(sock: socket.socket, path: Path, request: dict[str, Any], timeout: float) -> None:
+    """Connect `sock` to the server at `path` and send `request` as one line; what follows
+    waits at most `timeout` seconds for each read."""
+    sock.settimeout(CONNECT_TIMEOUT_S)
+    sock.connect(str(path))
+    sock.settimeout(timeout)
+    sock.sendall(json.dumps(request).encode() + b"\n")
 
 
 def _json_line(data: bytes) -> dict[str, Any] | None:

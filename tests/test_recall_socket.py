@@ -12,13 +12,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from servers import REPO, cli_command, run_cli, subprocess_env, write_lexical_config
 
@@ -233,6 +234,22 @@ def _exchange(path: Path, payload: bytes) -> dict[str, object]:
     return json.loads(data)  # type: ignore[no-any-return]
 
 
+@asynccontextmanager
+async def _serving(
+    memory: Memory, db: Path, config: Config
+) -> AsyncIterator[tuple[anyio.abc.TaskGroup, Path]]:
+    """`serve_recalls` running on `db` in a task group, once its socket is there; cancel
+    the group to stop it."""
+    async with anyio.create_task_group() as group:
+        group.start_soon(serve_recalls, memory, db, config)
+        path = socket_path(db, create_dir=True)
+        assert path is not None
+        with anyio.fail_after(30):
+            while not path.exists():
+                await anyio.sleep(0.05)
+        yield group, path
+
+
 @pytest.mark.anyio
 async def test_bad_requests_get_an_error_and_the_server_goes_on(tmp_path, runtime):
     config = Config.load(write_lexical_config(tmp_path))
@@ -240,13 +257,7 @@ async def test_bad_requests_get_an_error_and_the_server_goes_on(tmp_path, runtim
     memory = await Memory.open(config, db, "default")
     try:
         await memory.remember([TurnInput(text="We fly to Lisbon on 3 June.", speaker="Ann")])
-        async with anyio.create_task_group() as group:
-            group.start_soon(serve_recalls, memory, db, config)
-            path = socket_path(db, create_dir=True)
-            assert path is not None
-            with anyio.fail_after(30):
-                while not path.exists():
-                    await anyio.sleep(0.05)
+        async with _serving(memory, db, config) as (group, path):
             assert path.stat().st_mode & 0o777 == 0o600
 
             def ask(payload: bytes) -> dict[str, object]:
@@ -492,13 +503,7 @@ async def test_a_running_server_stores_a_prompt_once_then_says_what_to_inject(tm
         dated = [TurnInput(t, "Ann", "user", "2026-11-25T20:30:00") for t in past]
         await memory.remember(dated, session_id="past")
         until = format_timestamp(datetime.now(UTC))  # the hook began: its prompt comes later
-        async with anyio.create_task_group() as group:
-            group.start_soon(serve_recalls, memory, db, config)
-            path = socket_path(db, create_dir=True)
-            assert path is not None
-            with anyio.fail_after(30):
-                while not path.exists():
-                    await anyio.sleep(0.05)
+        async with _serving(memory, db, config) as (group, _):
 
             def capture(event: HookEvent, inject: bool = True, cfg: Config = config) -> Any:
                 return capture_on_server(db, cfg, event, "proj", until, inject, 30)
@@ -559,13 +564,7 @@ async def test_a_capture_the_server_cannot_take_stores_nothing_and_says_so(tmp_p
         {**good, "inject": "yes"},
     ]
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(serve_recalls, memory, db, config)
-            path = socket_path(db, create_dir=True)
-            assert path is not None
-            with anyio.fail_after(30):
-                while not path.exists():
-                    await anyio.sleep(0.05)
+        async with _serving(memory, db, config) as (group, path):
             replies = [
                 await anyio.to_thread.run_sync(
                     _exchange, path, json.dumps(request).encode() + b"\n"
