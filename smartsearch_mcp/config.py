@@ -29,6 +29,7 @@ from smartsearch_mcp.stages import (
     ADJUSTMENTS,
     EXPENSIVE_RANKERS,
     FIRST_PASS_RANKERS,
+    PRIOR_RANKERS,
     RANKER_NAMES,
 )
 from smartsearch_mcp.tokens import BPE_ENCODINGS, ESTIMATE
@@ -237,6 +238,11 @@ class RankConfig(Section):
         default_factory=dict, metadata={"rule": Rule(choices=RANKER_NAMES, may_be_empty=True)}
     )
     max_parallel: int = setting(2, at_least=1)  # worker threads running scorers at once
+    # The rankers whose agreement is a passage's confidence (rank.ranking_confidence: the
+    # cut of truncation.alpha, the prompt hook's bar, the current-fact checks); empty: every
+    # ranker of scorers but the priors (so are those not in scorers, or when none of these
+    # scored). A ranker left out still orders the passages.
+    confidence_rankers: tuple[str, ...] = setting((), choices=RANKER_NAMES, may_be_empty=True)
     # The adjustments of the fused ranking, in the order they run (smartsearch_mcp/stages.py,
     # pipeline/adjust/): those of the "fusion" stage after each fusion, then those of the
     # "final" stage; one not listed does not run. Their settings follow.
@@ -305,6 +311,12 @@ class RankConfig(Section):
             raise ConfigError(
                 f"config key rank.weights = {_show(self.weights)}: every ranker of rank.scorers "
                 "has weight 0; at least one must be positive"
+            )
+        priors = [name for name in self.confidence_rankers if name in PRIOR_RANKERS]
+        if priors:
+            raise ConfigError(
+                f"config key rank.confidence_rankers = {_show(self.confidence_rankers)}: "
+                f"{', '.join(priors)} is a prior, which has no say in the confidence"
             )
         _check_adjustments(self)
 

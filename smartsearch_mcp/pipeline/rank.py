@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import anyio
 import anyio.to_thread
@@ -100,7 +100,9 @@ def follow_with_rest(head: Sequence[Scored], first_pass: Sequence[Scored]) -> li
     return [*head, *lowered]
 
 
-def ranking_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[float]:
+def ranking_confidence(
+    scored: Sequence[Scored], unseen: int = 0, voters: Collection[str] = ()
+) -> list[float]:
     """How sure the ranking is of each passage, in [0, 1], in `scored`'s order.
 
     Fused RRF scores are ranks, not confidence: every query has a first passage. Instead each
@@ -108,7 +110,8 @@ def ranking_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[float]
     passage of the scope, 1 at that ranker's best — and a passage is as sure as the middle
     ranker says (the median over the rankers that could score it: agreement; one ranker's
     outlier neither makes a passage sure nor unsure; a passage not embedded yet is judged by
-    the others). `unseen` is how many passages of the scope are not among the
+    the others; only the rankers in `voters` when any of them scored, e.g.
+    `rank.confidence_rankers`). `unseen` is how many passages of the scope are not among the
     candidates: they count in each ranker's median at that ranker's floor (`RANKER_FLOORS`),
     so that with three matching turns out of twenty the third is not "typical" merely for
     being the median of three. A precise question has one or a few passages far above the
@@ -120,6 +123,7 @@ def ranking_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[float]
     if all(item.confidence is not None for item in scored):
         return [float(item.confidence) for item in scored]  # type: ignore[arg-type]
     names = sorted({n for item in scored for n in item.ranker_scores} - PRIOR_RANKERS)
+    names = [n for n in names if n in voters] or names
     columns = {n: [item.ranker_scores.get(n, math.nan) for item in scored] for n in names}
     if not columns:
         columns = {"": [item.score for item in scored]}
@@ -130,11 +134,13 @@ def ranking_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[float]
     return [_median_of_known(values) for values in zip(*calibrated, strict=True)]
 
 
-def with_confidence(scored: Sequence[Scored], unseen: int = 0) -> list[Scored]:
+def with_confidence(
+    scored: Sequence[Scored], unseen: int = 0, voters: Collection[str] = ()
+) -> list[Scored]:
     """`scored` with each passage's `ranking_confidence` attached (computed once, right after
     fusion, so that later adjustments can carry it: see `credit_replied_turns`)."""
     plain = [dataclasses.replace(item, confidence=None) for item in scored]
-    values = ranking_confidence(plain, unseen)
+    values = ranking_confidence(plain, unseen, voters)
     return [
         dataclasses.replace(item, confidence=value)
         for item, value in zip(scored, values, strict=True)
@@ -205,7 +211,8 @@ def order_candidates(
     the fusion and the adjustments under `phase` ("fusion", or a cascade's "first_pass")."""
     rank = context.rank
     weights = {name: rank.weights.get(name, 1.0) for name in scores}
-    fused = with_confidence(fuse(candidates, scores, rank.rrf_k, weights), unseen)
+    fused = fuse(candidates, scores, rank.rrf_k, weights)
+    fused = with_confidence(fused, unseen, rank.confidence_rankers)
     if context.trace is not None:
         keys = [c.passage.key for c in candidates]
         context.trace.fusion(phase, fused, scores, keys)

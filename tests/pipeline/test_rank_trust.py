@@ -114,6 +114,26 @@ def test_one_rankers_outlier_neither_makes_a_passage_sure_nor_unsure() -> None:
     assert confidence[4] < 0.1
 
 
+def test_only_the_voting_rankers_say_how_sure_and_all_do_when_none_of_them_scored() -> None:
+    scores = {  # "late" and "bm25" like passage 1, which neither of the voters does
+        "dense": [0.9, 0.1, 0.1, 0.1, 0.1],
+        "lexical": [4.0, 0.0, 0.0, 0.0, 0.1],
+        "late": [0.1, 0.9, 0.1, 0.1, 0.1],
+        "bm25": [0.0, 3.0, 0.0, 0.0, 0.0],
+    }
+    rows = [
+        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0, {n: v[i] for n, v in scores.items()})
+        for i in range(5)
+    ]
+    everyone = ranking_confidence(rows)
+    voters = ranking_confidence(rows, voters=("dense", "lexical"))
+    assert everyone[1] == 0.5 and voters[1] == 0.0
+    assert voters[0] == 1.0
+    assert ranking_confidence(rows, voters=("splade",)) == everyone  # none of them scored
+    attached = [s.confidence for s in with_confidence(rows, voters=("dense", "lexical"))]
+    assert attached == voters
+
+
 def test_a_passage_a_ranker_could_not_score_is_judged_by_the_others() -> None:
     # Not embedded yet (NaN from the bi-encoders): the lexical ranker alone says how sure.
     nan = float("nan")
