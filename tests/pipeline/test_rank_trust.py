@@ -98,16 +98,22 @@ def test_unseen_passages_of_a_similarity_ranker_count_as_its_weakest_candidate()
     assert ranking_confidence(rows, unseen=10)[1] == (0.5 - 0.3) / (0.9 - 0.3)
 
 
+def _by_ranker(scores: dict[str, list[float]]) -> list[Scored]:
+    """One row per passage, with each ranker's score of it from `scores` (ranker -> column)."""
+    count = len(next(iter(scores.values())))
+    return [
+        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0, {n: v[i] for n, v in scores.items()})
+        for i in range(count)
+    ]
+
+
 def test_one_rankers_outlier_neither_makes_a_passage_sure_nor_unsure() -> None:
     scores = {  # passage 1 only the dense ranker likes; passage 0 all but bm25 like
         "dense": [0.9, 0.9, 0.1, 0.1, 0.1],
         "lexical": [4.0, 0.0, 0.0, 0.0, 0.1],
         "bm25": [0.0, 0.0, 0.0, 0.0, 2.0],
     }
-    rows = [
-        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0, {n: v[i] for n, v in scores.items()})
-        for i in range(5)
-    ]
+    rows = _by_ranker(scores)
     confidence = ranking_confidence(rows)
     assert confidence[0] == 1.0
     assert confidence[1] == 0.0
@@ -121,10 +127,7 @@ def test_only_the_voting_rankers_say_how_sure_and_all_do_when_none_of_them_score
         "late": [0.1, 0.9, 0.1, 0.1, 0.1],
         "bm25": [0.0, 3.0, 0.0, 0.0, 0.0],
     }
-    rows = [
-        Scored(Candidate(make_passage(i, "t"), 1.0), 1.0, {n: v[i] for n, v in scores.items()})
-        for i in range(5)
-    ]
+    rows = _by_ranker(scores)
     everyone = ranking_confidence(rows)
     voters = ranking_confidence(rows, voters=("dense", "lexical"))
     assert everyone[1] == 0.5 and voters[1] == 0.0
