@@ -265,7 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("before", metavar="BEFORE_DIR")
     compare.add_argument("after", metavar="AFTER_DIR")
-    compare.add_argument("--half", choices=("A", "B"), help="only the questions of this half")
+    compare.add_argument(
+        "--half", help="only the questions of this half (A or B; QMSum: train or val)"
+    )
     compare.add_argument("--system", default="smartsearch", help="the system compared")
     compare.add_argument("--samples", type=_positive_int, default=2000, help="resamples")
     compare.add_argument("--seed", type=int, default=0)

@@ -114,5 +114,7 @@ def test_the_command_prints_the_table_and_refuses_a_folder_without_results(
     assert run_bench(argv, Config(), None) == 0
     table = capsys.readouterr().out
     assert "| 500 |" in table and "| 1,000 |" in table and table.count("| helps |") == 2
+    with pytest.raises(InputError, match="share no question of half val"):
+        run_bench([*argv, "--half", "val"], Config(), None)  # QMSum's halves are named
     with pytest.raises(InputError, match=r"no results\.json"):
         run_bench(["compare", str(tmp_path), str(tmp_path / "after")], Config(), None)
