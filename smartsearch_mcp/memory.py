@@ -101,9 +101,7 @@ class Memory:
         namespace: str | None = None,
     ) -> RememberResult:
         result = await self.store.remember(self.resolve_namespace(namespace), session_id, turns)
-        self.pipeline.invalidate()
-        if result.stored:
-            self._new_turns_stored()
+        self._stored(result)
         return result
 
     async def capture(self, event: HookEvent, namespace: str) -> int:
@@ -117,12 +115,15 @@ class Memory:
         result = await store_new_turns(
             self.store, event, self.resolve_namespace(namespace), transcript, payload
         )
+        self._stored(result)
+        return result.stored if result is not None else 0
+
+    def _stored(self, result: RememberResult | None) -> None:
+        """What the store now holds is news: the pipeline's caches are stale, and new turns
+        wait for the background embedding."""
         self.pipeline.invalidate()
-        if result is None:
-            return 0
-        if result.stored:
+        if result is not None and result.stored:
             self._new_turns_stored()
-        return result.stored
 
     def _new_turns_stored(self) -> None:
         self._new_turns.set()

@@ -10,11 +10,12 @@ loaded: it listens on a private Unix socket, and `smartsearch-mcp recall` asks i
   this user with mode 0700, and the socket 0600; on Linux the server also checks that the
   peer runs as the same user. Anything else and the socket is not used.
 - What: one JSON line per connection, one JSON line back: the recall tool's text and
-  structured result; or, for the prompt hook (`inject` in the request: its settings and
-  session), only what it injects, chosen as its own recall would choose (inject.py) with the
-  server's loaded vocabulary, so the hook loads none. The server answers only when its
-  settings are the CLI's (a hash of the effective configuration), so the answer is the one
-  a local recall would give.
+  structured result. The prompt hook's `capture` instead hands over its event: the server
+  stores it (a first line says so) and replies with what to inject, chosen as the hook's own
+  recall would choose (inject.py) with the server's loaded vocabulary, so the hook loads
+  neither the store nor a vocabulary. The server answers only when its settings are the
+  CLI's (a hash of the effective configuration), so the answer is the one a local recall
+  would give.
 - Never in the way: no socket, a stale one (server killed), another configuration or any
   failure → the CLI recalls locally, as before. The first server on a database listens
   (it holds a lock on `<socket>.lock` while it does); the others don't.
