@@ -148,7 +148,7 @@ class RetrievalConfig(Section):
     # most this many MB (estimated from turns and characters: 1M chat-length turns ≈ 680
     # MB); a larger scope is read from the database on each query instead — same results,
     # bounded memory, about 3x slower.
-    scope_cache_mb: int = 768
+    scope_cache_mb: int = 896
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ class Memory:
     def _stored(self, result: RememberResult | None) -> None:
         """What the store now holds is news: the pipeline's caches are stale, and new turns
         wait for the background embedding."""
-        self.pipeline.invalidate()
+        self.pipeline.changed()
         if result is not None and result.stored:
             self._new_turns_stored()
 
@@ -295,7 +295,7 @@ class Memory:
                 f"({count} turns). Call again with confirm=true to do that."
             )
         result = await self.store.forget(ns, ids=ids, session_id=session_id, whole_namespace=whole)
-        self.pipeline.invalidate()
+        self.pipeline.changed()
         return result
 
 

@@ -490,7 +490,9 @@ def _render_scale(data: dict[str, Any], level: int) -> str:
         f"batches of {data['batch_size']:,} (one session each). Recall: {data['queries']} "
         f"fixed queries at {data['max_tokens']:,} tokens; the first recall at each size "
         "(model loading, cache building, and in grep mode with dense retrieval the embedding "
-        "of new turns) is shown apart and left out of the percentiles."
+        "of new turns) is shown apart and left out of the percentiles. After a write: the "
+        "same queries, each right after one more turn is remembered (as an agent's memory "
+        "captures each prompt before recalling)."
     )
     lines += [
         "",
@@ -503,10 +505,11 @@ def _render_scale(data: dict[str, Any], level: int) -> str:
                 "recall p50 (ms)",
                 "recall p95 (ms)",
                 "first recall (ms)",
+                "after a write p50 (ms)",
                 "peak RSS (MB)",
             ]
         ),
-        _row(["---:", "---:", "---:", "---", "---:", "---:", "---:", "---:"]),
+        _row(["---:", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---:"]),
     ]
     for point in data["checkpoints"]:
         for mode, stats in point["recall"].items():
@@ -520,6 +523,7 @@ def _render_scale(data: dict[str, Any], level: int) -> str:
                         _ms(stats["p50"]),
                         _ms(stats["p95"]),
                         _ms(stats.get("first_ms")),
+                        _ms((stats.get("after_write") or {}).get("p50")),
                         f"{point['peak_rss_mb']:,.0f}",
                     ]
                 )

@@ -342,6 +342,9 @@ async def _run_scale(
                 reader.pipeline.invalidate()
                 progress.set_description(f"recall ({mode}) at {stored:,} turns")
                 point["recall"][mode] = await _measure_recall(reader, queries, options.max_tokens)
+                point["recall"][mode]["after_write"] = await _measure_recall_after_writes(
+                    memory, reader, queries, options.max_tokens
+                )
             point["peak_rss_mb"] = peak_rss_mb()
             output.checkpoints.append(point)
             progress.set_description("remembering")
@@ -374,6 +377,23 @@ async def _measure_recall(
         "first_ms": first_ms,
         "stages_p50": {s: latency_summary(v)["p50"] for s, v in stages.items()},
     }
+
+
+async def _measure_recall_after_writes(
+    writer: Memory, reader: Memory, queries: Sequence[str], max_tokens: int
+) -> dict[str, Any]:
+    """Recall right after a write, as an agent's memory sees it (each prompt captured, then
+    recalled): before each query one short turn is remembered in a session of its own, and
+    the reader is told, as a server is by its own writes."""
+    wall: list[float] = []
+    for query in queries:
+        note = f"Note {time.time_ns()}: taken while the memory is searched."  # never a repeat
+        await writer.remember([TurnInput(note, "user")], session_id="scale-writes")
+        reader.pipeline.changed()
+        started = time.perf_counter()
+        await reader.recall(query, max_tokens)
+        wall.append((time.perf_counter() - started) * 1000)
+    return latency_summary(wall)
 
 
 def _uses_embeddings(config: Config) -> bool:

@@ -60,6 +60,32 @@ def burst_texts(texts: Sequence[str], groups: Sequence[int]) -> dict[int, str]:
     }
 
 
+def burst_groups_grown(
+    passages: Sequence[Passage],
+    lowered: Sequence[str],
+    before: int,
+    grouped: tuple[list[int], dict[int, str]],
+    seconds: int,
+    max_words: int,
+) -> tuple[list[int], dict[int, str]]:
+    """`burst_groups` and `burst_texts` of `passages`, whose first `before` had `grouped`:
+    bursts never cross sessions, so only the sessions of the passages after them are grouped
+    again (wherever in them those fall), the rest kept as they were."""
+    groups, texts = grouped
+
+    def session(index: int) -> tuple[str, str]:
+        return passages[index].turn.namespace, passages[index].turn.session_id
+
+    touched = {session(i) for i in range(before, len(passages))}
+    rows = [i for i in range(len(passages)) if session(i) in touched]
+    out = [*groups[:before], *range(before, len(passages))]
+    local = burst_groups([passages[i] for i in rows], seconds, max_words)
+    for row, group in zip(rows, local, strict=True):
+        out[row] = rows[group]
+    kept = {group: text for group, text in texts.items() if session(group) not in touched}
+    return out, kept | burst_texts([lowered[i] for i in rows], [out[i] for i in rows])
+
+
 def add_burst_matches(
     scores: Sequence[float],
     own: Sequence[float],

@@ -20,19 +20,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import numpy as np
 
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
+from smartsearch_mcp.pipeline.bursts import burst_groups_grown
 from smartsearch_mcp.pipeline.dated import DateWindow, windows_of
+from smartsearch_mcp.pipeline.lexical import counted_with
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
     Corpus,
-    estimated_corpus_mb,
+    RankingTexts,
+    context_text,
+    lowered_texts,
+    ranking_text,
+    speaker_names,
 )
 from smartsearch_mcp.pipeline.scope_view import ScopeIndex
+from smartsearch_mcp.pipeline.sparse import SparseMatrix
+from smartsearch_mcp.pipeline.spelling import memory_words
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any, fts_quote
 from smartsearch_mcp.types import Passage, Scope, Turn
@@ -76,10 +85,11 @@ class EmbedBudget:
 
 @dataclass
 class CachedScope:
-    """A scope's corpus (or streaming plan) as read at `version`, with the scope's
-    fingerprint then (see `MemoryStore.scope_fingerprint`) and its estimated size."""
+    """A scope's corpus (or streaming plan) as read at `version` (None: to be checked, this
+    process wrote), with the scope's fingerprint then (see `MemoryStore.scope_fingerprint`)
+    and its estimated size."""
 
-    version: int
+    version: int | None
     fingerprint: tuple[int, int]
     source: Corpus | StreamedScope
     size_mb: float
@@ -135,6 +145,92 @@ class PassageCache:
         return Corpus.build(self.split(turns))
 
 
+# What a cached scope costs in memory (its turns, passages and lowered texts), fitted to
+# tracemalloc measurements of 100,000 chat-length turns (149 characters: 683 bytes each) and
+# 50,000 long ones (1,199 characters: 3,148 bytes each); plus, once the scope is read again,
+# its `WordIndex`: 0.58-0.61 bytes per character (100,000 turns of 131 characters, 50,000
+# of 3,390), rounded up.
+CORPUS_BYTES_PER_TURN = 333
+CORPUS_BYTES_PER_CHAR = 2.35 + 0.65
+
+
+def estimated_corpus_mb(turns: int, chars: int) -> float:
+    """Memory (MB) a `Corpus` of a scope of `turns` turns holding `chars` characters takes."""
+    return (CORPUS_BYTES_PER_TURN * turns + CORPUS_BYTES_PER_CHAR * chars) / 1e6
+
+
+def extended(corpus: Corpus, passages: list[Passage], context: list[str] | None) -> Corpus:
+    """`corpus` with `passages` (of turns added to its scope after its own) at the end: the
+    corpus a new read of the scope gives, built from the old one's passages and lowercased
+    texts. Vectors (NaN rows for the new passages, filled as for any corpus), the word
+    index, the vocabulary, the speakers, the bursts and exact word statistics are extended;
+    relations and sampled statistics are computed again when asked. `context`: the new
+    passages' context texts, when the old corpus had its own. CPU-bound: call from a worker
+    thread."""
+    every = corpus.passages + passages
+    grown = Corpus(every, RankingTexts(every), corpus.lowered + lowered_texts(passages))
+    added = grown.lowered[len(corpus.lowered) :]
+    grown.reused = True  # a scope read again
+    grown.stats_sample = corpus.stats_sample
+    if corpus.stats is not None and len(every) <= corpus.stats_sample:  # counted, not sampled
+        grown.stats = counted_with(corpus.stats, added)
+    if corpus.words is not None:
+        grown.words = corpus.words | memory_words(added)
+    if corpus.speaker_names is not None:
+        grown.speaker_names = corpus.speaker_names | speaker_names(
+            {p.turn.speaker for p in passages}
+        )
+    if corpus.vectors is not None:
+        grown.vectors = _with_unknown_rows(corpus.vectors, len(passages))
+        grown.vector_model = corpus.vector_model
+    if corpus.context is not None and context is not None:
+        grown.context = corpus.context + context
+        if corpus.context_vectors is not None:
+            grown.context_vectors = _with_unknown_rows(corpus.context_vectors, len(passages))
+    if isinstance(corpus.sparse, SparseMatrix):
+        grown.sparse = corpus.sparse.extended(len(passages))
+    if corpus.word_index is not None:
+        grown.word_index = corpus.word_index.extended(added)
+    if corpus.burst_index is not None:
+        (seconds, max_words), groups, texts = corpus.burst_index
+        grown.burst_index = (
+            (seconds, max_words),
+            *burst_groups_grown(
+                every, grown.lowered, len(corpus.passages), (groups, texts), seconds, max_words
+            ),
+        )
+    return grown
+
+
+def _with_unknown_rows(matrix: np.ndarray, rows: int) -> np.ndarray:
+    return np.vstack([matrix, np.full((rows, matrix.shape[1]), np.nan, dtype=matrix.dtype)])
+
+
+async def context_texts(
+    store: MemoryStore,
+    cache: PassageCache,
+    limiter: anyio.CapacityLimiter,
+    passages: Sequence[Passage],
+    texts: Sequence[str],
+) -> list[str]:
+    """Each passage with the end of the turn said before it in its session (`context_text`):
+    what the "context" ranker embeds."""
+    previous = await store.previous_turns(
+        sorted({p.turn.id for p in passages if p.turn.position > 0})
+    )
+
+    def join() -> list[str]:
+        prefixes = {
+            turn_id: ranking_text(cache.split([turn])[-1]) for turn_id, turn in previous.items()
+        }
+        return [
+            context_text(prefixes.get(p.turn.id), text)
+            for p, text in zip(passages, texts, strict=True)
+        ]
+
+    return await off_loop(limiter, join)
+
+
 class ScopeCorpora:
     """The corpus each scope's recall reads, cached per scope (see module doc)."""
 
@@ -147,10 +243,18 @@ class ScopeCorpora:
         # scope key -> its corpus or streaming plan, least recently used first; only ever
         # touched on the event loop
         self._corpora: OrderedDict[tuple[Any, ...], CachedScope] = OrderedDict()
+        self._writes = 0  # `changed` calls: a check that awaited across one is not trusted
 
     def invalidate(self) -> None:
-        """Forget cached corpora (after this process wrote or deleted turns)."""
+        """Forget cached corpora: the next query reads its scope again."""
         self._corpora.clear()
+
+    def changed(self) -> None:
+        """This process wrote or deleted turns (which its own store's `data_version` does
+        not show): each cached scope checks its fingerprint at its next query."""
+        self._writes += 1
+        for cached in self._corpora.values():
+            cached.version = None
 
     async def build(self, turns: Sequence[Turn]) -> Corpus:
         return await off_loop(self.limiter, self.passages.build, turns)
@@ -165,17 +269,25 @@ class ScopeCorpora:
         the background embedding, other namespaces and other processes commit often, and
         reading a large scope again takes seconds.
         """
+        writes = self._writes
         version = await self.store.data_version()
         key = (scope.namespaces, scope.session_id, scope.since, scope.until)
         cached = self._corpora.get(key)
         if cached is not None and cached.version != version:
             fingerprint = await self.store.scope_fingerprint(scope)
-            if self._corpora.get(key) is not cached:  # invalidated or evicted meanwhile
-                cached = None
+            if self._corpora.get(key) is not cached or self._writes != writes:
+                cached = None  # invalidated or evicted meanwhile, or this process wrote
             elif fingerprint == cached.fingerprint:
                 cached.version = version
+            elif await self._grown(scope, cached, fingerprint):  # extended with what it gained
+                if self._corpora.get(key) is not cached or self._writes != writes:
+                    cached = None
+                else:
+                    cached.version = version
         if cached is not None and cached.version == version:
             self._corpora.move_to_end(key)
+            if isinstance(cached.source, Corpus):
+                cached.source.reused = True
             return cached.source
         self._corpora.pop(key, None)  # stale: free it before reading the scope again
         limit = self.config.retrieval.scope_cache_mb
@@ -203,6 +315,37 @@ class ScopeCorpora:
         while len(self._corpora) > CACHED_SCOPES:
             self._corpora.popitem(last=False)
         return source
+
+    async def _grown(self, scope: Scope, cached: CachedScope, fingerprint: tuple[int, int]) -> bool:
+        """Whether the scope has only gained turns since it was cached, in which case its
+        corpus is `extended` with them (`cached` updated): the passages of the turns read
+        before are kept, not read, split and lowercased again. False when turns left the
+        scope (nothing is changed then: the scope is read again), or when it outgrows the
+        cache."""
+        corpus = cached.source
+        turns, last_id = cached.fingerprint
+        if not isinstance(corpus, Corpus) or fingerprint[1] <= last_id:
+            return False
+        # ids only grow and turns are never edited: the scope lost none of its turns if the
+        # turns after its last one, up to the new last, are all that it gained
+        added = await self.store.scope_turns_after(scope, last_id, fingerprint[1])
+        if turns + len(added) != fingerprint[0]:
+            return False
+        size_mb = cached.size_mb + estimated_corpus_mb(
+            len(added), sum(len(turn.text) for turn in added)
+        )
+        if self._cached_mb() - cached.size_mb + size_mb > self.config.retrieval.scope_cache_mb:
+            return False
+        passages = await off_loop(self.limiter, self.passages.split, added)
+        context = None
+        if corpus.context is not None:
+            context = await context_texts(
+                self.store, self.passages, self.limiter, passages, RankingTexts(passages)
+            )
+        cached.source = await off_loop(self.limiter, extended, corpus, passages, context)
+        cached.fingerprint = fingerprint
+        cached.size_mb = size_mb
+        return True
 
     def _cached_mb(self) -> float:
         return sum(cached.size_mb for cached in self._corpora.values())

@@ -16,10 +16,9 @@ import numpy as np
 from smartsearch_mcp.config import Config
 from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.backlog import EncodingFailed, index_backlog, store_pending
-from smartsearch_mcp.pipeline.corpus import EmbedBudget, PassageCache
+from smartsearch_mcp.pipeline.corpus import EmbedBudget, PassageCache, context_texts
 from smartsearch_mcp.pipeline.retrieve import (
     Corpus,
-    context_text,
     ranking_text,
 )
 from smartsearch_mcp.store import MemoryStore
@@ -216,21 +215,7 @@ class Embeddings:
             self.on_pending()
 
     async def context_texts(self, passages: Sequence[Passage], texts: Sequence[str]) -> list[str]:
-        previous = await self.store.previous_turns(
-            sorted({p.turn.id for p in passages if p.turn.position > 0})
-        )
-
-        def join() -> list[str]:
-            prefixes = {
-                turn_id: ranking_text(self.passages.split([turn])[-1])
-                for turn_id, turn in previous.items()
-            }
-            return [
-                context_text(prefixes.get(p.turn.id), text)
-                for p, text in zip(passages, texts, strict=True)
-            ]
-
-        return await off_loop(self.limiter, join)
+        return await context_texts(self.store, self.passages, self.limiter, passages, texts)
 
     # ------------------------------------------------------------------ the background
 

@@ -8,6 +8,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
+
 from smartsearch_mcp.config import ExpansionConfig
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, WeightedTerm
 from smartsearch_mcp.pipeline.lexical import compile_terms, find_entity_mentions
@@ -42,15 +44,18 @@ def expand_entities(
     added: list[int] = []
     hops: list[Hop] = []
     taken = set(exclude)
+    base = np.asarray(base_scores, dtype=float) if mentions else np.zeros(0)
     for mention in mentions:
         matcher = compile_terms([WeightedTerm(mention.text.lower(), 1.0, "entity")])
-        found = [i for i, text in enumerate(corpus.lowered) if matcher.score(text) > 0]
-        found.sort(key=lambda i: (-base_scores[i], i))
-        fresh = [i for i in found if i not in taken][:per_entity]
+        rows = corpus.term_counts().rows(matcher.patterns())  # none for an over-long name
+        hits = np.flatnonzero(rows[0]) if rows else np.zeros(0, dtype=np.int64)
+        if not len(hits):
+            continue
+        # best base score first, then scope order
+        found: list[int] = hits[np.lexsort((hits, -base[hits]))].tolist()
+        fresh = list(itertools.islice((i for i in found if i not in taken), per_entity))
         taken.update(fresh)
         added.extend(fresh)
-        if not found:
-            continue
         hops.append(
             Hop(
                 entity=mention.text,

@@ -295,7 +295,12 @@ def _as_the_memory_says(
         speakers = {name.lower() for name in corpus.speakers()}
         analysis = with_misspellings(analysis, corpus.vocabulary(), known, speakers)
     analysis, forward, backward = resolve_relations(
-        analysis, corpus.passages, corpus.lowered, corpus.speakers(), corpus.relations
+        analysis,
+        corpus.passages,
+        corpus.lowered,
+        corpus.speakers(),
+        corpus.relations,
+        corpus.indexed_words(),
     )
     found = [(item.name, item) for item in forward] + [(item.relation, item) for item in backward]
     hops = [

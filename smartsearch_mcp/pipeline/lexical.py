@@ -26,7 +26,13 @@ from smartsearch_mcp.pipeline.analyze import (
     extract_entities_rules,
 )
 from smartsearch_mcp.pipeline.passages import sentence_spans
-from smartsearch_mcp.pipeline.term_counts import TermCounts, count_capped
+from smartsearch_mcp.pipeline.term_counts import (
+    WORD,
+    TermCounts,
+    TermPattern,
+    WordIndex,
+    count_capped,
+)
 from smartsearch_mcp.pipeline.words import (
     CALENDAR_WORDS,
     distinct_words,
@@ -51,9 +57,9 @@ _DOUBLED_SUFFIXES = "ed|er|ers|est|ing|ings"
 _PHRASE_GAP = r"\W{1,3}"  # between the words of a phrase: "New York", "Dr. Ruiz", "New-York"
 
 
-# (weight, group, literal, pattern); the literal occurs in every lowercased text the pattern
-# matches, so `literal in text` is a cheap precheck.
-_Compiled = tuple[float, int, str, re.Pattern[str]]
+# (weight, group, literal, pattern, term); the literal occurs in every lowercased text the
+# pattern matches, so `literal in text` is a cheap precheck.
+_Compiled = tuple[float, int, str, re.Pattern[str], TermPattern]
 _REPEAT_FACTORS = tuple(
     1.0 + REPEAT_BONUS * math.log(n) if n else 0.0 for n in range(REPEAT_CAP + 1)
 )
@@ -74,8 +80,8 @@ class TermMatcher:
         compiled: list[_Compiled] = []
         for term in self.terms:
             group = groups.setdefault(term.group_key, len(groups))
-            literal, pattern = term_pattern(term)
-            compiled.append((term.weight, group, literal, re.compile(pattern)))
+            found = compile_term(term)
+            compiled.append((term.weight, group, found.literal, found.pattern, found))
         self._compiled: tuple[_Compiled, ...] = tuple(compiled)
         self._grouped = len(groups) < len(compiled)
         literals = sorted({c[2] for c in compiled}, key=len, reverse=True)
@@ -101,23 +107,23 @@ class TermMatcher:
             return 0.0
         if not self._grouped:
             total = 0.0
-            for weight, _, literal, pattern in self._compiled:
+            for weight, _, literal, pattern, _ in self._compiled:
                 if literal in low:
                     total += (
                         weight * _REPEAT_FACTORS[count_capped(literal, pattern, low, REPEAT_CAP)]
                     )
             return total
         best: dict[int, float] = {}
-        for weight, group, literal, pattern in self._compiled:
+        for weight, group, literal, pattern, _ in self._compiled:
             if literal in low:
                 value = weight * _REPEAT_FACTORS[count_capped(literal, pattern, low, REPEAT_CAP)]
                 if value > best.get(group, 0.0):
                     best[group] = value
         return sum(best.values())
 
-    def patterns(self) -> list[tuple[str, re.Pattern[str]]]:
-        """(literal, pattern) of each term, in matcher order."""
-        return [(literal, pattern) for _, _, literal, pattern in self._compiled]
+    def patterns(self) -> list[TermPattern]:
+        """How each term is found, in matcher order."""
+        return [compiled[-1] for compiled in self._compiled]
 
     def score_all(self, texts: Sequence[str] | TermCounts) -> list[float]:
         """`score` of each text, from each term's matches counted over all the texts at once
@@ -138,10 +144,10 @@ class TermMatcher:
             return total.tolist()
         # Each group's best value, added in the order `score` adds them in: of the first
         # term of each group found in the text (a later term of the group only raises it).
-        groups = 1 + max(group for _, group, _, _ in self._compiled)
+        groups = 1 + max(group for _, group, *_ in self._compiled)
         best = np.zeros((groups, len(counts)))
         first = np.full((groups, len(counts)), len(values))
-        for index, ((_, group, _, _), value) in enumerate(zip(self._compiled, values, strict=True)):
+        for index, ((_, group, *_), value) in enumerate(zip(self._compiled, values, strict=True)):
             np.maximum(best[group], value, out=best[group])
             first[group][(value > 0) & (first[group] == len(values))] = index
         in_order = np.take_along_axis(best, np.argsort(first, axis=0, kind="stable"), axis=0)
@@ -154,20 +160,60 @@ class TermMatcher:
         low = text.lower()
         return [
             term
-            for term, (_, _, literal, pattern) in zip(self.terms, self._compiled, strict=True)
+            for term, (_, _, literal, pattern, _) in zip(self.terms, self._compiled, strict=True)
             if literal in low and pattern.search(low) is not None
         ]
 
 
-def counts_of(texts: Sequence[str], lowered: bool = False) -> TermCounts:
+def counts_of(
+    texts: Sequence[str], lowered: bool = False, words: WordIndex | None = None
+) -> TermCounts:
     """Term matches over `texts`, counted as `TermMatcher.score` counts them (`lowered`: the
-    texts are lowercase already, as a corpus's `lowered` texts are)."""
-    return TermCounts(texts, REPEAT_CAP, lowered)
+    texts are lowercase already, as a corpus's `lowered` texts are; `words`: their
+    `WordIndex`, when there is one)."""
+    return TermCounts(texts, REPEAT_CAP, lowered, words)
 
 
 def compile_terms(terms: QueryAnalysis | Iterable[WeightedTerm]) -> TermMatcher:
     """Compile an analysis's terms (or any weighted terms) into a `TermMatcher`."""
     return TermMatcher(tuple(terms.terms if isinstance(terms, QueryAnalysis) else terms))
+
+
+def compile_term(term: WeightedTerm) -> TermPattern:
+    """`term_pattern` compiled, with `whole_word` or else `words_in_a_row`."""
+    literal, source = term_pattern(term)
+    word = whole_word(term)
+    if word is not None:
+        return TermPattern(literal, re.compile(source), re.compile(word))
+    return TermPattern(literal, re.compile(source), None, words_in_a_row(term))
+
+
+def words_in_a_row(term: WeightedTerm) -> tuple[str, ...] | None:
+    """For a phrase or a number, the whole words every match of `term_pattern` consists of,
+    one after the other (between them only non-word characters); None for other terms.
+    A phrase's words are separated by non-word characters and bounded by none; a number
+    is bounded by none either."""
+    text = term.term.lower()
+    words = WORD.findall(text)
+    if len(words) > 1 or (text.isdigit() and WORD.fullmatch(text) is not None):
+        return tuple(words)
+    return None
+
+
+def whole_word(term: WeightedTerm) -> str | None:
+    """For a term whose every match is one whole word of the lowercased text (a `WORD` run:
+    a word and its inflections), a regex that fullmatches exactly those words; None for
+    phrases, numbers (their boundaries differ) and terms holding other characters.
+
+    `term_pattern`'s match of such a term starts after no word character with the word's
+    literal and ends before none, consuming word characters only: it is one whole word."""
+    text = term.term.lower()
+    if text.isdigit() or WORD.fullmatch(text) is None:
+        return None
+    if term.inflect and text.isalpha() and len(text) >= 3:
+        literal, endings = _inflected(text)
+        return re.escape(literal) + endings
+    return re.escape(text)
 
 
 def term_pattern(term: WeightedTerm) -> tuple[str, str]:
@@ -259,6 +305,15 @@ class CorpusStats:
             scaled = {w: min(total, max(1, round(c * step))) for w, c in counts.items()}
             return cls(doc_freq=scaled, total_docs=total)
         return cls(doc_freq=dict(counts), total_docs=total)
+
+
+def counted_with(stats: CorpusStats, texts: Sequence[str]) -> CorpusStats:
+    """`stats` counted over every text of a corpus (not a sample), with `texts` added to it:
+    the counts `CorpusStats.from_texts` gives the whole."""
+    counts = Counter(stats.doc_freq)
+    for text in texts:
+        counts.update(distinct_words(text))
+    return CorpusStats(doc_freq=dict(counts), total_docs=stats.total_docs + len(texts))
 
 
 def sample_positions(total: int, max_texts: int | None) -> range | list[int]:

@@ -94,8 +94,13 @@ class RecallPipeline:
     # ------------------------------------------------------------------ lifecycle
 
     def invalidate(self) -> None:
-        """Forget cached corpora (after this process wrote or deleted turns)."""
+        """Forget cached corpora: the next query reads its scope again."""
         self.corpora.invalidate()
+
+    def changed(self) -> None:
+        """This process wrote or deleted turns: cached scopes check theirs at their next
+        query (one that only gained turns is extended with them)."""
+        self.corpora.changed()
 
     def model_kinds(self) -> list[str]:
         """The models recall uses: spaCy (when configured), then the learned rankers."""

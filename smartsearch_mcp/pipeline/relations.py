@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from smartsearch_mcp.pipeline.analyze import (
@@ -19,6 +19,7 @@ from smartsearch_mcp.pipeline.analyze import (
     variant_term,
     with_terms,
 )
+from smartsearch_mcp.pipeline.term_counts import WORD, WordIndex
 from smartsearch_mcp.pipeline.words import (
     CALENDAR_WORDS,
     chat_spellings,
@@ -84,18 +85,20 @@ def resolve_relations(
     lowered: Sequence[str],
     speakers: Collection[str],
     cache: dict[str, list[RelationName]],
+    words: WordIndex | None = None,
 ) -> tuple[QueryAnalysis, list[RelationName], list[RelationName]]:
     """Both ways round: the names the passages give the question's relation words
     (`relation_names`: "my sister" -> Tove) and the relations they give the names it asks
     about (`relations_of`: Tove -> "my sister"; not the speakers' names, which are not said
     as "my sister Ann" by Ann). Returns the question with them searched, and what was found
     each way. `cache` keeps what was looked up for these passages ("rel:" and "name:" keys):
-    pass the same dict only with the same passages."""
+    pass the same dict only with the same passages. `words`: the `WordIndex` of `lowered`,
+    when there is one (only the passages holding a relation word are read)."""
     forward = _looked_up(
         cache,
         "rel:",
         relations_in(analysis),
-        lambda todo: relation_names(todo, passages, lowered),
+        lambda todo: relation_names(todo, passages, lowered, words),
         lambda item: item.relation,
     )
     spoken = {speaker.lower() for speaker in speakers}
@@ -108,7 +111,7 @@ def resolve_relations(
         cache,
         "name:",
         names,
-        lambda todo: relations_of(todo, passages, lowered),
+        lambda todo: relations_of(todo, passages, lowered, words),
         lambda item: item.name,
     )
     searched = with_relation_words(with_relation_names(analysis, forward), backward)
@@ -144,19 +147,23 @@ def relations_in(analysis: QueryAnalysis) -> list[str]:
 
 
 def relation_names(
-    relations: Sequence[str], passages: Sequence[Passage], lowered: Sequence[str]
+    relations: Sequence[str],
+    passages: Sequence[Passage],
+    lowered: Sequence[str],
+    words: WordIndex | None = None,
 ) -> list[RelationName]:
     """For each relation, the names the passages give it, from "my sister Tove", "Tove, my
     sister", "my coach is called Bertil" or "my dog's name is Fennel" ("our" as "my", a
     chat spelling as the word: "my sis Sunniva"); a relation named more than `MAX_NAMES` ways
-    gets none. `lowered`: each passage's text lowercased (a quick filter). In order of
-    `relations`, then of how often a name is given."""
+    gets none. `lowered`: each passage's text lowercased (a quick filter; `words`, its
+    `WordIndex`, a quicker one). In order of `relations`, then of how often a name is given."""
     out: list[RelationName] = []
     for relation in relations:
         spellings = (relation, *chat_spellings(relation))
         mentioned, patterns = _patterns(spellings)
         names = _Tally()
-        for index, low in enumerate(lowered):
+        for index in _may_say(spellings, lowered, words):
+            low = lowered[index]
             # every form has "my REL" in it: two quick checks before the patterns
             if not any(w in low for w in spellings) or mentioned.search(low) is None:
                 continue
@@ -165,6 +172,16 @@ def relation_names(
         if 0 < len(names.seen) <= MAX_NAMES:
             out.extend(RelationName(relation, name, said) for name, said in names.most_common())
     return out
+
+
+def _may_say(
+    spellings: Sequence[str], lowered: Sequence[str], words: WordIndex | None
+) -> Iterable[int]:
+    """The passages that may say "my <spelling>": with `words` (their `WordIndex`), those
+    holding one of the spellings as a whole word, as every form's "my REL" has it; else all."""
+    if words is None or not all(WORD.fullmatch(spelling) for spelling in spellings):
+        return range(len(lowered))
+    return words.holding_any(spellings).tolist()
 
 
 def may_name_a_relation(lowered: str) -> bool:
@@ -193,7 +210,10 @@ def with_relation_names(analysis: QueryAnalysis, names: Sequence[RelationName]) 
 
 
 def relations_of(
-    names: Sequence[str], passages: Sequence[Passage], lowered: Sequence[str]
+    names: Sequence[str],
+    passages: Sequence[Passage],
+    lowered: Sequence[str],
+    words: WordIndex | None = None,
 ) -> list[RelationName]:
     """For each of `names` (lowercase, as the question's terms), the relations the passages
     give it, in the forms `relation_names` reads ("Tove, my sister" -> sister): the other
@@ -204,7 +224,8 @@ def relations_of(
     relations = {name: _Tally() for name in names}
     # Each passage is read once for all the names (a question pasted with a log in it has
     # hundreds of capitalised words; a passage may be a megabyte).
-    for index, low in enumerate(lowered):
+    for index in _may_say(_ALL_SPELLINGS, lowered, words):
+        low = lowered[index]
         if not any(name in low for name in names) or mentioned.search(low) is None:
             continue
         for relation, found in _matches(passages[index].text, patterns):

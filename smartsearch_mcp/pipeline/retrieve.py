@@ -22,14 +22,14 @@ from smartsearch_mcp.pipeline.dated import Dated, add_date_bonus, best_dated, da
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.lexical import (
     CorpusStats,
+    compile_term,
     compile_terms,
     counts_of,
     select_prf_terms,
-    term_pattern,
 )
 from smartsearch_mcp.pipeline.relations import RelationName
 from smartsearch_mcp.pipeline.spelling import memory_words
-from smartsearch_mcp.pipeline.term_counts import TermCounts
+from smartsearch_mcp.pipeline.term_counts import TermCounts, WordIndex
 from smartsearch_mcp.stages import CHANNELS, QUOTA_ONLY_CHANNELS
 from smartsearch_mcp.types import Candidate, Passage
 
@@ -65,6 +65,9 @@ class Corpus:
     # Only some passages of the scope (the scope was streamed, see `scan.scan_scope`):
     # nothing may be computed over "every passage" of it.
     partial: bool = False
+    # Read again from its scope's cache (see `term_counts`); set by `corpus.ScopeCorpora`.
+    reused: bool = False
+    word_index: WordIndex | None = None
 
     @classmethod
     def build(cls, passages: list[Passage]) -> Corpus:
@@ -92,6 +95,20 @@ class Corpus:
             self.burst_index = (key, groups, burst_texts(self.lowered, groups))
         return self.burst_index[1], self.burst_index[2]
 
+    def indexed_words(self) -> WordIndex | None:
+        """The `WordIndex` of `lowered`, for a corpus read again from its scope's cache
+        (`reused`): built at the first call (a few scans' cost) and kept, so its later
+        queries find words without scanning every text; None for a corpus built for one
+        query, as each query after a write builds one: it never pays for it. (Two queries
+        at once may both build it; either index is the same.)"""
+        if self.reused and self.word_index is None and not self.partial:
+            self.word_index = WordIndex(self.lowered)
+        return self.word_index
+
+    def term_counts(self) -> TermCounts:
+        """Grep's term counts over these passages (from `indexed_words` when it has one)."""
+        return counts_of(self.lowered, lowered=True, words=self.indexed_words())
+
     def corpus_stats(self) -> CorpusStats:
         if self.stats is None:
             self.stats = CorpusStats.from_texts(self.lowered, max_texts=self.stats_sample)
@@ -106,18 +123,6 @@ def speaker_names(speakers: Iterable[str | None]) -> frozenset[str]:
             names.add(speaker.strip())
             names.add(speaker.split()[0])
     return frozenset(names)
-
-
-# What a cached scope costs in memory (its turns, passages and lowered texts), fitted to
-# tracemalloc measurements of 100,000 chat-length turns (149 characters: 683 bytes each) and
-# 50,000 long ones (1,199 characters: 3,148 bytes each).
-CORPUS_BYTES_PER_TURN = 333
-CORPUS_BYTES_PER_CHAR = 2.35
-
-
-def estimated_corpus_mb(turns: int, chars: int) -> float:
-    """Memory (MB) a `Corpus` of a scope of `turns` turns holding `chars` characters takes."""
-    return (CORPUS_BYTES_PER_TURN * turns + CORPUS_BYTES_PER_CHAR * chars) / 1e6
 
 
 class RankingTexts(Sequence[str]):
@@ -206,11 +211,7 @@ def term_document_counts(
     (whole words and their inflections, see `lexical.term_pattern`: "art" is not counted in
     "party"). Counts of several batches of texts add up. With `TermCounts`, its counts."""
     counts = lowered if isinstance(lowered, TermCounts) else counts_of(lowered)
-    patterns = []
-    for term in terms:
-        literal, source = term_pattern(term)
-        patterns.append((literal, re.compile(source)))
-    return counts.documents(patterns)
+    return counts.documents([compile_term(term) for term in terms])
 
 
 def idf_from_counts(
@@ -254,7 +255,7 @@ def add_prf(
     )
     if not expansion:
         return scores, []
-    extra = lexical_scores(expansion, counts_of(corpus.lowered, lowered=True))
+    extra = lexical_scores(expansion, corpus.term_counts())
     return with_feedback(scores, extra), expansion
 
 
@@ -408,7 +409,7 @@ def score_lexically(
     and speaker bonuses, and what matching the passage's whole burst adds (with
     `passages.burst_seconds`; CPU-bound over the whole corpus: run in a worker thread)."""
     # each term is looked for once, for its idf and its score
-    counts = counts_of(corpus.lowered, lowered=True)
+    counts = corpus.term_counts()
     terms = idf_weighted(analysis.terms, counts)
     own = lexical_scores(terms, counts)
     scores, _ = add_prf(analysis, own, corpus, retrieval.prf_docs, retrieval.prf_terms)

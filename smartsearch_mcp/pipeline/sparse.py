@@ -51,6 +51,11 @@ class SparseMatrix:
     def empty(cls, size: int, model_id: str) -> SparseMatrix:
         return cls([EMPTY] * size, np.zeros(size, dtype=bool), model_id)
 
+    def extended(self, rows: int) -> SparseMatrix:
+        """This matrix with `rows` passages not encoded yet after its own."""
+        known = np.concatenate([self.known, np.zeros(rows, dtype=bool)])
+        return SparseMatrix([*self.vectors, *[EMPTY] * rows], known, self.model_id)
+
     def set(self, row: int, vector: SparseVector) -> None:
         self.vectors[row] = vector
         self.known[row] = True

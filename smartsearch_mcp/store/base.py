@@ -38,6 +38,10 @@ class MemoryStore(Protocol):
 
     async def scope_size(self, scope: Scope) -> tuple[int, int, int]: ...
 
+    async def scope_turns_after(
+        self, scope: Scope, after_id: int, through_id: int
+    ) -> list[Turn]: ...
+
     async def scope_fingerprint(self, scope: Scope) -> tuple[int, int]: ...
 
     def scope_pages(

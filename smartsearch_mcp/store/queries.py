@@ -222,6 +222,15 @@ def scope_turns(d: Dialect, scope: Scope) -> Query:
     return _from_scope(d, scope, TURN_COLUMNS, " ORDER BY id")
 
 
+def scope_turns_between(d: Dialect, scope: Scope, after_id: int, through_id: int) -> Query:
+    where, params = scope_filter(scope, mark=d.mark)
+    return (
+        f"SELECT {TURN_COLUMNS} FROM turns WHERE {where} AND id > {d.mark} AND id <= {d.mark} "
+        "ORDER BY id",
+        [*params, after_id, through_id],
+    )
+
+
 def scope_count(d: Dialect, scope: Scope) -> Query:
     return _from_scope(d, scope, "count(*)")
 

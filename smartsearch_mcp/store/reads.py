@@ -132,6 +132,13 @@ class SharedReads(ABC):
         """Every turn a query may see (the index-free grep mode reads these)."""
         return await self._fetch_turns(*sql.scope_turns(self.dialect, scope))
 
+    async def scope_turns_after(self, scope: Scope, after_id: int, through_id: int) -> list[Turn]:
+        """The turns of `scope` with ids after `after_id`, up to `through_id`, in id order
+        (what a scope cached at `after_id` has gained)."""
+        return await self._fetch_turns(
+            *sql.scope_turns_between(self.dialect, scope, after_id, through_id)
+        )
+
     async def scope_fingerprint(self, scope: Scope) -> tuple[int, int]:
         """(turns, highest turn id) of `scope`: it changes whenever a turn enters or leaves
         the scope — ids are never reused and turns are never edited (and in PostgreSQL ids

@@ -227,7 +227,7 @@ class Browser:
                 result = await store.forget(namespace, session_id=session_id)
         finally:
             await store.close()
-        self.memory.pipeline.invalidate()
+        self.memory.pipeline.changed()
         log.info(
             "forgot %d turn(s) of namespace %s from the page",
             len(result.deleted_turn_ids),

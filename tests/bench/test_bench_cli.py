@@ -153,6 +153,7 @@ def test_scale_bench_builds_a_synthetic_memory_and_times_both_modes(
     for point in data["checkpoints"]:
         assert set(point["recall"]) == {"indexed", "grep"}
         assert point["recall"]["indexed"]["p50"] > 0
+        assert point["recall"]["grep"]["after_write"]["p50"] > 0
         assert "scan.count" not in point["recall"]["grep"]["stages_p50"]  # cached, not streamed
         assert point["db_bytes"] > 0
         assert point["peak_rss_mb"] > 0

@@ -6,7 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from smartsearch_mcp.bench.cli import run_bench
-from smartsearch_mcp.bench.ui import LONG_SESSION_TURNS, NEEDLE, synthetic_sessions
+from smartsearch_mcp.bench.ui import (
+    LONG_SESSION_TURNS,
+    NEEDLE,
+    QUESTIONS,
+    WORDS,
+    synthetic_sessions,
+)
 from smartsearch_mcp.config import Config
 
 LEXICAL = Config().with_overrides(
@@ -31,3 +37,8 @@ def test_a_small_bench_run_times_every_view(tmp_path: Path, capsys):
         assert f"| {view} |" in report
     assert "300 turns, retrieval.mode = grep (" in report
     assert (out / "summary.md").exists()
+
+
+def test_each_replayed_question_asks_about_words_the_memory_holds():
+    for question in QUESTIONS:
+        assert len(set(question.lower().split()) & set(WORDS)) >= 2, question

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime, timedelta
 
 import pytest
 from given_models import GivenModels
+from hypothesis import given
+from hypothesis import strategies as st
 
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.pipeline.bursts import burst_groups, credit_bursts
+from smartsearch_mcp.pipeline.bursts import (
+    burst_groups,
+    burst_groups_grown,
+    burst_texts,
+    credit_bursts,
+)
 from smartsearch_mcp.pipeline.recall import RecallPipeline
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.types import Candidate, Passage, Scope, Scored, Turn, TurnInput
@@ -139,3 +147,54 @@ async def test_a_question_matching_words_spread_over_a_burst_recalls_the_whole_b
         assert alone[0] == "lost the keys to the old flat"
     finally:
         await store.close()
+
+
+MESSAGES = st.lists(
+    st.tuples(
+        st.sampled_from(["s1", "s2", "s3"]),
+        st.sampled_from(["Ann", "Bo", ""]),
+        st.integers(0, 90),  # seconds after the message before
+        st.integers(1, 6),  # words
+        st.booleans(),  # split into two passages
+    ),
+    max_size=30,
+)
+
+
+@given(MESSAGES, st.integers(0, 30))
+def test_bursts_of_a_grown_corpus_are_those_of_the_corpus_grouped_whole(
+    messages: list[tuple[str, str, int, int, bool]], cut: int
+) -> None:
+    passages: list[Passage] = []
+    positions: dict[str, int] = {}
+    moment = datetime(2026, 3, 2, 18, 0, 0)
+    for session, speaker, gap, words, split in messages:
+        moment += timedelta(seconds=gap)
+        position = positions.get(session, 0)
+        positions[session] = position + 1
+        turn = dataclasses.replace(
+            _turn(position, speaker, " ".join(["word"] * words), moment.isoformat(), session),
+            id=len(passages) + 1,
+        )
+        if split and words > 1:
+            passages += [Passage(turn, 0, 4), Passage(turn, 5, len(turn.text))]
+        else:
+            passages.append(Passage(turn, 0, len(turn.text)))
+    lowered = [p.text.lower() for p in passages]
+    before = min(cut, len(passages))
+    old = burst_groups(passages[:before], 60, 8)
+    grouped = (old, burst_texts(lowered[:before], old))
+    whole = burst_groups(passages, 60, 8)
+    grown = burst_groups_grown(passages, lowered, before, grouped, 60, 8)
+    assert grown == (whole, burst_texts(lowered, whole))
+
+
+def test_a_turn_added_before_a_burst_of_its_session_regroups_the_session() -> None:
+    old = _passages(CHAT[1:3] + CHAT[3:5])
+    lowered = [p.text.lower() for p in old + _passages(CHAT[:1])]
+    groups = burst_groups(old, 60, 50)
+    grown = burst_groups_grown(
+        old + _passages(CHAT[:1]), lowered, 4, (groups, burst_texts(lowered[:4], groups)), 60, 50
+    )
+    whole = burst_groups(old + _passages(CHAT[:1]), 60, 50)
+    assert grown == (whole, burst_texts(lowered, whole)) and whole == [4, 4, 2, 2, 4]

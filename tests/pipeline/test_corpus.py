@@ -9,11 +9,14 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from factories import make_passage
 from given_models import GivenModels
 
 from smartsearch_mcp.config import Config
-from smartsearch_mcp.pipeline.corpus import PassageCache
+from smartsearch_mcp.pipeline.corpus import PassageCache, extended
 from smartsearch_mcp.pipeline.recall import RecallPipeline
+from smartsearch_mcp.pipeline.retrieve import Corpus
+from smartsearch_mcp.pipeline.term_counts import WordIndex
 from smartsearch_mcp.store import SQLiteStore
 from smartsearch_mcp.types import Scope, Turn, TurnInput
 
@@ -164,3 +167,93 @@ async def test_concurrent_recalls_rank_exactly_as_one_recall_alone(store):
     for query in QUERIES:
         assert alone[query]
         assert together[query] == [alone[query]] * 3
+
+
+async def test_a_scope_read_again_counts_words_from_an_index_and_ranks_the_same(store):
+    await _fill(store)
+    pipeline = RecallPipeline(store, _config(), GivenModels())  # type: ignore[arg-type]
+    questions = ["Where does Clara live?", "Who hiked the Alps?", "what did biscuit love"]
+    first = [await _ranking_of(pipeline, q) for q in questions[:1]]
+    corpus = await pipeline.corpora.scope_corpus(SCOPE)
+    assert isinstance(corpus, Corpus) and corpus.word_index is None  # one query: no index
+    again = [await _ranking_of(pipeline, q) for q in questions]
+    assert corpus.word_index is not None and len(corpus.word_index) == len(corpus.lowered)
+    plain = RecallPipeline(store, _config(), GivenModels())  # type: ignore[arg-type]
+    alone = []
+    for question in questions:
+        plain.corpora.invalidate()  # each question on a corpus built for it: no index
+        alone.append(await _ranking_of(plain, question))
+    assert again == alone and first == alone[:1]
+
+
+async def test_a_scope_that_gains_turns_is_extended_and_ranks_as_if_read_again(store):
+    await _fill(store)
+    config = _config(
+        rank={"scorers": ["bi_encoder", "context", "lexical"], "embed_on_recall": 1000},
+        retrieval={"dense": True},
+    )
+    models = GivenModels({"bi_encoder": HashEmbedder()})
+    pipeline = RecallPipeline(store, config, models)  # type: ignore[arg-type]
+    fresh = RecallPipeline(store, config, models)  # type: ignore[arg-type]
+    reads = 0
+    scope_turns = store.scope_turns
+
+    async def counting(scope: Scope) -> list[Turn]:
+        nonlocal reads
+        reads += 1
+        return await scope_turns(scope)
+
+    store.scope_turns = counting  # type: ignore[method-assign]
+    questions = ["Where does Clara live?", "Who hiked the Alps?", "what does biscuit love"]
+    for question in questions:  # read once, then indexed
+        await _ranking_of(pipeline, question)
+    before = await pipeline.corpora.scope_corpus(SCOPE)
+    assert isinstance(before, Corpus) and before.word_index is not None
+    assert before.vectors is not None and before.context is not None
+    for batch in (["Clara moved to Lisbon in August."], ["Biscuit now loves the river.", "ok"]):
+        await store.remember("ns", "s2", [TurnInput(t, "Ann") for t in batch])
+        pipeline.changed()
+        for question in questions:
+            fresh.invalidate()
+            assert await _ranking_of(pipeline, question) == await _ranking_of(fresh, question)
+    after = await pipeline.corpora.scope_corpus(SCOPE)
+    assert isinstance(after, Corpus) and len(after.passages) == len(before.passages) + 3
+    assert after.passages[: len(before.passages)] == before.passages
+    assert after.word_index is not None and len(after.word_index) == len(after.lowered)
+    assert reads == 1 + 2 * len(questions)  # the extended pipeline's one read, fresh's reads
+
+    await store.remember("ns", "s3", [TurnInput("Alps again next June.", "Bo")])
+    await store.forget("ns", ids=[after.passages[0].turn.id])  # one in, one out
+    pipeline.changed()
+    fresh.invalidate()
+    assert await _ranking_of(pipeline, questions[1]) == await _ranking_of(fresh, questions[1])
+    assert reads == 2 + 2 * len(questions) + 1  # a turn left the scope: read again
+
+
+@pytest.mark.parametrize("stats_sample", [100, 5])
+def test_an_extended_corpus_derives_what_a_corpus_built_whole_does(stats_sample: int) -> None:
+    texts = [
+        ("Ann", "My sister Clara lives in Porto."),
+        ("Bo", "We hiked the Alps, 3 days."),
+        ("Ann", "Biscuit loves the beach!"),
+        ("Cy Ruiz", "The release moved to Friday."),
+        ("Ann", "Porto again in June, with Clara."),
+        ("Bo", "ok"),
+    ]
+    passages = [make_passage(i + 1, t, speaker=s) for i, (s, t) in enumerate(texts)]
+    whole = Corpus.build(passages)
+    old = Corpus.build(passages[:4])
+    for corpus in (whole, old):
+        corpus.stats_sample = stats_sample
+        corpus.corpus_stats(), corpus.vocabulary(), corpus.speakers()
+        corpus.word_index = WordIndex(corpus.lowered)
+    grown = extended(old, passages[4:], None)
+    assert grown.passages == passages and grown.lowered == whole.lowered
+    assert list(grown.texts) == list(whole.texts)
+    assert (grown.stats is not None) == (stats_sample >= len(passages))  # a sample: again
+    assert grown.corpus_stats() == whole.corpus_stats()
+    assert grown.vocabulary() == whole.vocabulary() and grown.speakers() == whole.speakers()
+    assert grown.word_index is not None
+    assert grown.word_index.starts.tolist() == whole.word_index.starts.tolist()
+    assert grown.word_index.ids.tolist() == whole.word_index.ids.tolist()
+    assert grown.reused and grown.context is None and grown.vectors is None

@@ -713,7 +713,7 @@ async def test_a_write_while_a_recall_checks_the_cached_scope_is_seen_not_an_err
         async def meanwhile(scope: Scope) -> Any:
             result = await fingerprint(scope)
             await writer.remember("ns", "s2", [TurnInput("Bo's puppy is called Rex.", "Bo")])
-            pipeline.invalidate()  # what Memory.remember does after a write
+            pipeline.changed()  # what Memory.remember does after a write
             return result
 
         reader.scope_fingerprint = meanwhile  # type: ignore[method-assign]
@@ -730,8 +730,8 @@ async def test_a_write_while_a_recall_checks_the_cached_scope_is_seen_not_an_err
 
 async def test_a_cached_scope_is_read_again_only_when_its_own_turns_change(tmp_path):
     """Other connections commit often (the background embedding, other namespaces, other
-    processes); the cached scope survives those, and is read again when a turn enters or
-    leaves it."""
+    processes); the cached scope survives those, is extended when turns enter it and read
+    again when a turn leaves it."""
     reader = await SQLiteStore.open(tmp_path / "m.db")
     writer = await SQLiteStore.open(tmp_path / "m.db")
     try:
@@ -758,9 +758,10 @@ async def test_a_cached_scope_is_read_again_only_when_its_own_turns_change(tmp_p
 
         added = await writer.remember("ns", "s2", [TurnInput("Bo's puppy is called Rex.", "Bo")])
         assert await texts() == {"Ann adopted a puppy.", "Bo's puppy is called Rex."}
+        assert len(reads) == 1  # a turn entered it: extended with that turn, not read again
         await writer.forget("ns", ids=added.ids)
         assert await texts() == {"Ann adopted a puppy."}
-        assert len(reads) == 3
+        assert len(reads) == 2  # a turn left it: read again
     finally:
         await reader.close()
         await writer.close()

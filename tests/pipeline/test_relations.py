@@ -16,6 +16,7 @@ from smartsearch_mcp.pipeline.relations import (
     resolve_relations,
     with_relation_names,
 )
+from smartsearch_mcp.pipeline.term_counts import WordIndex
 from smartsearch_mcp.types import Passage
 
 
@@ -26,7 +27,10 @@ def _passages(texts: list[str]) -> tuple[list[Passage], list[str]]:
 
 def _names(question: str, texts: list[str]) -> list[tuple[str, str, tuple[int, ...]]]:
     passages, lowered = _passages(texts)
-    found = relation_names(relations_in(analyze_query(question, None)), passages, lowered)
+    relations = relations_in(analyze_query(question, None))
+    found = relation_names(relations, passages, lowered)
+    # read through the passages' word index, only those holding the words: the same
+    assert relation_names(relations, passages, lowered, WordIndex(lowered)) == found
     return [(f.relation, f.name, f.said_in) for f in found]
 
 
@@ -111,6 +115,7 @@ def test_a_name_is_also_searched_by_the_relation_the_memory_gives_it() -> None:
         ["Trip with my brother Anselm.", "My brother moved to Graz.", "I met Odile, my manager."]
     )
     found = relations_of(["anselm", "odile", "bob"], passages, lowered)
+    assert relations_of(["anselm", "odile", "bob"], passages, lowered, WordIndex(lowered)) == found
     assert [(f.relation, f.name, f.said_in) for f in found] == [
         ("brother", "anselm", (0,)),
         ("manager", "odile", (2,)),

@@ -93,6 +93,9 @@ def test_the_sparse_matrix_scores_every_passage_by_its_dot_product() -> None:
     expected = [v.dot(query) for v in vectors] + [0.0]  # the last row is not encoded
     assert matrix.scores(query).tolist() == pytest.approx(expected)
     assert matrix.scores(query)[0] == pytest.approx(2.0)  # puppy -> dog, pet
+    grown = matrix.extended(2)  # passages added to the scope: not encoded yet
+    assert grown.known.tolist() == [True] * 3 + [False] * 3 and len(matrix.known) == 4
+    assert grown.scores(query).tolist() == pytest.approx([*expected, 0.0, 0.0])
 
 
 async def test_the_splade_channel_finds_a_passage_no_query_word_matches(store) -> None:

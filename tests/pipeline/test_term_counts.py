@@ -12,9 +12,16 @@ from hypothesis import strategies as st
 
 from smartsearch_mcp.pipeline import term_counts
 from smartsearch_mcp.pipeline.analyze import WeightedTerm, analyze_query
-from smartsearch_mcp.pipeline.lexical import REPEAT_CAP, compile_terms, counts_of, term_pattern
+from smartsearch_mcp.pipeline.lexical import (
+    REPEAT_CAP,
+    compile_term,
+    compile_terms,
+    counts_of,
+    term_pattern,
+    whole_word,
+)
 from smartsearch_mcp.pipeline.retrieve import lexical_scores, term_document_counts
-from smartsearch_mcp.pipeline.term_counts import TermCounts, count_matches
+from smartsearch_mcp.pipeline.term_counts import TermCounts, WordIndex, count_matches
 
 
 def patterns(terms: list[WeightedTerm]) -> list[tuple[str, re.Pattern[str]]]:
@@ -126,3 +133,80 @@ def test_lowered_texts_are_counted_as_they_are_with_the_same_counts(
     assert [row.tolist() for row in as_they_are] == [row.tolist() for row in found]
     matcher = compile_terms(terms)
     assert matcher.score_all(counts_of(lowered, lowered=True)) == list(map(matcher.score, texts))
+
+
+@given(TERMS, TEXTS)
+def test_whole_word_terms_counted_from_a_word_index_have_the_scans_counts(
+    terms: list[WeightedTerm], texts: list[str]
+) -> None:
+    found = [compile_term(term) for term in terms]
+    lowered = [text.lower() for text in texts]
+    indexed = TermCounts(lowered, REPEAT_CAP, lowered=True, words=WordIndex(lowered))
+    scanned = count_matches(patterns(terms), texts, REPEAT_CAP)
+    assert [row.tolist() for row in indexed.rows(found)] == [row.tolist() for row in scanned]
+    matcher = compile_terms(terms)
+    assert matcher.score_all(indexed) == list(map(matcher.score, texts))
+
+
+def test_a_word_index_counts_words_phrases_and_numbers_and_leaves_symbols_to_the_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scanned: list[str] = []
+    real = term_counts.count_matches
+
+    def counting(found: list[tuple[str, re.Pattern[str]]], *args: object) -> object:
+        scanned.extend(p.pattern for _, p in found)
+        return real(found, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(term_counts, "count_matches", counting)
+    lowered = ["she studies and studied", "a study, studying", "student", "3.5 new york 3"]
+    terms = [
+        WeightedTerm("study", 1.0, "noun", inflect=True),
+        WeightedTerm("new york", 1.0, "entity"),
+        WeightedTerm("3", 1.0, "number"),
+        WeightedTerm("c++", 1.0, "word"),
+    ]
+    rows = TermCounts(lowered, REPEAT_CAP, True, WordIndex(lowered)).rows(
+        [compile_term(t) for t in terms]
+    )
+    assert [row.tolist() for row in rows] == [[2, 2, 0, 0], [0, 0, 0, 1], [0, 0, 0, 1], [0] * 4]
+    assert scanned == [compile_term(terms[-1]).pattern.pattern]  # "c++" only
+    assert [whole_word(t) is None for t in terms] == [False, True, True, True]
+
+
+def test_a_word_index_must_be_of_the_texts_counted() -> None:
+    with pytest.raises(ValueError, match="word index of 1 texts for 2"):
+        TermCounts(["a", "b"], REPEAT_CAP, True, WordIndex(["a"]))
+
+
+def test_a_word_index_caps_its_counts() -> None:
+    lowered = ["paint " * 300, "", "paints"]
+    (row,) = TermCounts(lowered, 20, True, WordIndex(lowered)).rows(
+        [compile_term(WeightedTerm("paint", 1.0, "word", inflect=True))]
+    )
+    assert row.tolist() == [20, 0, 1]
+
+
+def test_a_word_index_runs_a_phrase_only_on_the_texts_holding_its_words_in_a_row() -> None:
+    lowered = ["new york", "york new", "new-york!", "new, old york", "new", "york", "a\x00b"]
+    index = WordIndex(lowered)
+    assert index.holding(["new", "york"]).tolist() == [0, 2, 4]  # 4: runs into the next text
+    assert index.holding(["new", "jersey"]).tolist() == []
+    found = [compile_term(WeightedTerm(t, 1.0, "entity")) for t in ("new york", "a\x00b")]
+    rows = TermCounts(lowered, REPEAT_CAP, True, index).rows(found)
+    assert [row.tolist() for row in rows] == [[1, 0, 1, 0, 0, 0, 0], [0, 0, 0, 0, 0, 0, 1]]
+
+
+@given(TERMS, TEXTS, TEXTS)
+def test_a_word_index_extended_with_more_texts_counts_as_one_built_over_all(
+    terms: list[WeightedTerm], first: list[str], more: list[str]
+) -> None:
+    lowered = [text.lower() for text in first + more]
+    extended = WordIndex(lowered[: len(first)]).extended(lowered[len(first) :])
+    whole = WordIndex(lowered)
+    assert extended.starts.tolist() == whole.starts.tolist()
+    found = [compile_term(term) for term in terms]
+    rows = TermCounts(lowered, REPEAT_CAP, True, extended).rows(found)
+    assert [r.tolist() for r in rows] == [
+        r.tolist() for r in TermCounts(lowered, REPEAT_CAP, True, whole).rows(found)
+    ]

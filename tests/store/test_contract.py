@@ -370,6 +370,18 @@ async def test_the_scope_fingerprint_changes_exactly_when_a_turn_enters_or_leave
     assert replaced.ids[0] > first.ids[-1]
 
 
+async def test_the_turns_a_scope_gained_after_an_id_are_read_in_id_order(store):
+    scope = Scope(("ns",))
+    first = await store.remember("ns", "s", [TurnInput("one"), TurnInput("two")])
+    await store.remember("other", "s", [TurnInput("elsewhere")])
+    later = await store.remember("ns", "t", [TurnInput("three"), TurnInput("four")])
+    after = await store.scope_turns_after(scope, first.ids[-1], later.ids[0])
+    assert [t.text for t in after] == ["three"]  # not the other namespace's, not past the last
+    after = await store.scope_turns_after(scope, first.ids[0], later.ids[-1])
+    assert [t.text for t in after] == ["two", "three", "four"]
+    assert await store.scope_turns_after(scope, later.ids[-1], later.ids[-1] + 5) == []
+
+
 async def test_forget_takes_any_number_of_ids(store):
     stored = await store.remember("ns", "s", [TurnInput(f"turn {i}") for i in range(1200)])
     with pytest.raises(NotFoundError, match=r"\(300000 in all\).*nothing was deleted"):
