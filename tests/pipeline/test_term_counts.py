@@ -94,15 +94,21 @@ def test_counts_stop_at_the_cap() -> None:
         count_matches(patterns(terms), ["paint"], 256)
 
 
-def test_idf_and_scores_share_one_count_of_each_term(monkeypatch: pytest.MonkeyPatch) -> None:
-    scanned: list[str] = []
+@pytest.fixture
+def scanned(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The patterns `count_matches` scans for, in order."""
+    found: list[str] = []
     real = term_counts.count_matches
 
-    def counting(found: list[tuple[str, re.Pattern[str]]], *args: object) -> object:
-        scanned.extend(p.pattern for _, p in found)
-        return real(found, *args)  # type: ignore[arg-type]
+    def counting(patterns: list[tuple[str, re.Pattern[str]]], *args: object) -> object:
+        found.extend(p.pattern for _, p in patterns)
+        return real(patterns, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(term_counts, "count_matches", counting)
+    return found
+
+
+def test_idf_and_scores_share_one_count_of_each_term(scanned: list[str]) -> None:
     texts = ["ann painted the lake", "the lake", "ann"]
     terms = [WeightedTerm("ann", 2.0, "proper"), WeightedTerm("lake", 1.0, "noun", inflect=True)]
     counts = counts_of(texts)
@@ -149,16 +155,8 @@ def test_whole_word_terms_counted_from_a_word_index_have_the_scans_counts(
 
 
 def test_a_word_index_counts_words_phrases_and_numbers_and_leaves_symbols_to_the_scan(
-    monkeypatch: pytest.MonkeyPatch,
+    scanned: list[str],
 ) -> None:
-    scanned: list[str] = []
-    real = term_counts.count_matches
-
-    def counting(found: list[tuple[str, re.Pattern[str]]], *args: object) -> object:
-        scanned.extend(p.pattern for _, p in found)
-        return real(found, *args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(term_counts, "count_matches", counting)
     lowered = ["she studies and studied", "a study, studying", "student", "3.5 new york 3"]
     terms = [
         WeightedTerm("study", 1.0, "noun", inflect=True),
