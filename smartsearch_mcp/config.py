@@ -145,9 +145,9 @@ class RetrievalConfig(Section):
     misspellings: bool = True
     speaker_bonus: float = 1.0  # lexical bonus for turns said by someone the query names
     # Grep mode keeps scopes' passages in memory while all of them together would take at
-    # most this many MB (estimated from turns and characters: 1M chat-length turns ≈ 680
-    # MB); a larger scope is read from the database on each query instead — same results,
-    # bounded memory, about 3x slower.
+    # most this many MB (estimated from turns and characters, with the word index a scope
+    # read again builds: 1M chat-length turns ≈ 780 MB); a larger scope is read from the
+    # database on each query instead — same results, bounded memory, about 3x slower.
     scope_cache_mb: int = 896
 
 

@@ -57,9 +57,9 @@ _DOUBLED_SUFFIXES = "ed|er|ers|est|ing|ings"
 _PHRASE_GAP = r"\W{1,3}"  # between the words of a phrase: "New York", "Dr. Ruiz", "New-York"
 
 
-# (weight, group, literal, pattern, term); the literal occurs in every lowercased text the
-# pattern matches, so `literal in text` is a cheap precheck.
-_Compiled = tuple[float, int, str, re.Pattern[str], TermPattern]
+# (weight, group, term); the term's literal occurs in every lowercased text its pattern
+# matches, so `literal in text` is a cheap precheck.
+_Compiled = tuple[float, int, TermPattern]
 _REPEAT_FACTORS = tuple(
     1.0 + REPEAT_BONUS * math.log(n) if n else 0.0 for n in range(REPEAT_CAP + 1)
 )
@@ -80,11 +80,10 @@ class TermMatcher:
         compiled: list[_Compiled] = []
         for term in self.terms:
             group = groups.setdefault(term.group_key, len(groups))
-            found = compile_term(term)
-            compiled.append((term.weight, group, found.literal, found.pattern, found))
+            compiled.append((term.weight, group, compile_term(term)))
         self._compiled: tuple[_Compiled, ...] = tuple(compiled)
         self._grouped = len(groups) < len(compiled)
-        literals = sorted({c[2] for c in compiled}, key=len, reverse=True)
+        literals = sorted({c[2].literal for c in compiled}, key=len, reverse=True)
         self._prefilter: re.Pattern[str] | None = (
             re.compile("|".join(re.escape(lit) for lit in literals)) if literals else None
         )
@@ -107,14 +106,14 @@ class TermMatcher:
             return 0.0
         if not self._grouped:
             total = 0.0
-            for weight, _, literal, pattern, _ in self._compiled:
+            for weight, _, (literal, pattern, *_) in self._compiled:
                 if literal in low:
                     total += (
                         weight * _REPEAT_FACTORS[count_capped(literal, pattern, low, REPEAT_CAP)]
                     )
             return total
         best: dict[int, float] = {}
-        for weight, group, literal, pattern, _ in self._compiled:
+        for weight, group, (literal, pattern, *_) in self._compiled:
             if literal in low:
                 value = weight * _REPEAT_FACTORS[count_capped(literal, pattern, low, REPEAT_CAP)]
                 if value > best.get(group, 0.0):
@@ -123,7 +122,7 @@ class TermMatcher:
 
     def patterns(self) -> list[TermPattern]:
         """How each term is found, in matcher order."""
-        return [compiled[-1] for compiled in self._compiled]
+        return [term for _, _, term in self._compiled]
 
     def score_all(self, texts: Sequence[str] | TermCounts) -> list[float]:
         """`score` of each text, from each term's matches counted over all the texts at once
@@ -144,10 +143,10 @@ class TermMatcher:
             return total.tolist()
         # Each group's best value, added in the order `score` adds them in: of the first
         # term of each group found in the text (a later term of the group only raises it).
-        groups = 1 + max(group for _, group, *_ in self._compiled)
+        groups = 1 + max(group for _, group, _ in self._compiled)
         best = np.zeros((groups, len(counts)))
         first = np.full((groups, len(counts)), len(values))
-        for index, ((_, group, *_), value) in enumerate(zip(self._compiled, values, strict=True)):
+        for index, ((_, group, _), value) in enumerate(zip(self._compiled, values, strict=True)):
             np.maximum(best[group], value, out=best[group])
             first[group][(value > 0) & (first[group] == len(values))] = index
         in_order = np.take_along_axis(best, np.argsort(first, axis=0, kind="stable"), axis=0)
@@ -160,8 +159,8 @@ class TermMatcher:
         low = text.lower()
         return [
             term
-            for term, (_, _, literal, pattern, _) in zip(self.terms, self._compiled, strict=True)
-            if literal in low and pattern.search(low) is not None
+            for term, (_, _, found) in zip(self.terms, self._compiled, strict=True)
+            if found.literal in low and found.pattern.search(low) is not None
         ]
 
 

@@ -99,13 +99,7 @@ class WordIndex:
         counts = np.zeros(len(self), dtype=np.uint8)
         if not found:
             return counts
-        if len(found) == 1:
-            where = np.flatnonzero(self.ids == found[0])
-        else:
-            wanted = np.zeros(len(self.vocabulary), dtype=bool)
-            wanted[found] = True
-            where = np.flatnonzero(wanted[self.ids])
-        owner = np.searchsorted(self.starts, where, side="right") - 1
+        owner = self._owners(self._where(found))
         np.minimum(np.bincount(owner, minlength=len(self)), cap, out=counts, casting="unsafe")
         return counts
 
@@ -114,10 +108,7 @@ class WordIndex:
         found = [self.vocabulary[word] for word in words if word in self.vocabulary]
         if not found:
             return np.zeros(0, dtype=np.int64)
-        wanted = np.zeros(len(self.vocabulary), dtype=bool)
-        wanted[found] = True
-        owner = np.searchsorted(self.starts, np.flatnonzero(wanted[self.ids]), side="right") - 1
-        return np.unique(owner)
+        return np.unique(self._owners(self._where(found)))
 
     def holding(self, words: Sequence[str]) -> np.ndarray:
         """The texts (indices, ascending) where `words` follow one another (a run that
@@ -129,8 +120,19 @@ class WordIndex:
         row = self.ids[:span] == ids[0]
         for offset, one in enumerate(ids[1:], start=1):
             row &= self.ids[offset : offset + span] == one
-        owner = np.searchsorted(self.starts, np.flatnonzero(row), side="right") - 1
-        return np.unique(owner)
+        return np.unique(self._owners(np.flatnonzero(row)))
+
+    def _where(self, found: list[int]) -> np.ndarray:
+        """The positions in `ids` of any of the word ids `found`."""
+        if len(found) == 1:
+            return np.flatnonzero(self.ids == found[0])
+        wanted = np.zeros(len(self.vocabulary), dtype=bool)
+        wanted[found] = True
+        return np.flatnonzero(wanted[self.ids])
+
+    def _owners(self, positions: np.ndarray) -> np.ndarray:
+        """The text each of `positions` in `ids` belongs to."""
+        return np.searchsorted(self.starts, positions, side="right") - 1
 
 
 class TermCounts:

@@ -223,12 +223,9 @@ def scope_turns(d: Dialect, scope: Scope) -> Query:
 
 
 def scope_turns_between(d: Dialect, scope: Scope, after_id: int, through_id: int) -> Query:
-    where, params = scope_filter(scope, mark=d.mark)
-    return (
-        f"SELECT {TURN_COLUMNS} FROM turns WHERE {where} AND id > {d.mark} AND id <= {d.mark} "
-        "ORDER BY id",
-        [*params, after_id, through_id],
-    )
+    tail = f" AND id > {d.mark} AND id <= {d.mark} ORDER BY id"
+    sql_text, params = _from_scope(d, scope, TURN_COLUMNS, tail)
+    return sql_text, [*params, after_id, through_id]
 
 
 def scope_count(d: Dialect, scope: Scope) -> Query:
