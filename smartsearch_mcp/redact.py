@@ -11,9 +11,12 @@ value assigned to a name that says secret (`API_KEY=…`, `"password": "…"`).
 
 Every pattern is matched only where a token starts (not inside a longer word), so each runs
 in linear time however hostile the text (tests/test_redact.py times 1 MB inputs), and it
-cannot fire in the middle of a hash or an identifier. The turn stays readable and
-recallable: "which token did we use for CI?" still finds "use [REDACTED:github-token] for
-the CI". Redacting is idempotent: a placeholder is never a secret.
+cannot fire in the middle of a hash or an identifier. A pattern is run only over a text
+holding what each of its matches needs (its literal prefix, a long enough run of token
+characters: `regex_gate`, exact), so a turn costs a few string tests, not thirty scans.
+The turn stays readable and recallable: "which token did we use for CI?" still finds
+"use [REDACTED:github-token] for the CI". Redacting is idempotent: a placeholder is never a
+secret.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+from smartsearch_mcp.regex_gate import TextFacts, gate
 
 PLACEHOLDER = "[REDACTED:{kind}]"
 PLACEHOLDER_RE = re.compile(r"\[REDACTED:[a-z0-9-]{1,40}\]")
@@ -71,23 +76,28 @@ _OWN = (
 )
 _BEARER = re.compile(r"(?i:(?<![A-Za-z0-9_])bearer)\s{1,4}([A-Za-z0-9._~+/\-]{20,2000}=*)")
 # `NAME = value` / `"name": "value"` where the name says what the value is.
-_ASSIGNED = re.compile(
-    r"(?<![A-Za-z0-9_])(?i:[A-Za-z0-9_.\-]{0,40}?"
-    r"(?P<word>passw(?:or)?d|passwd|pwd|pass|secret|token|api[_\-]?key|apikey|access[_\-]?key"
-    r"|auth[_\-]?key|private[_\-]?key|credentials?)[A-Za-z0-9_\-]{0,40})"
-    r"[\"']?[ \t]{0,4}(?::=|=>|=|:)[ \t]{0,4}[\"']?(?P<value>[^\s\"'`,;{}()<>\[\]]{6,400})"
+_SECRET_NAME = (
+    r"passw(?:or)?d|passwd|pwd|pass|secret|token|api[_\-]?key|apikey|access[_\-]?key"
+    r"|auth[_\-]?key|private[_\-]?key|credentials?"
 )
+_GIVEN = r"[\"']?[ \t]{0,4}(?::=|=>|=|:)"  # the name's closing quote, then ":", "=", "=>"…
+_ASSIGNED = re.compile(
+    rf"(?<![A-Za-z0-9_])(?i:[A-Za-z0-9_.\-]{{0,40}}?(?P<word>{_SECRET_NAME})[A-Za-z0-9_\-]{{0,40}})"
+    rf"{_GIVEN}[ \t]{{0,4}}[\"']?(?P<value>[^\s\"'`,;{{}}()<>\[\]]{{6,400}})"
+)
+# The part of _ASSIGNED from the name to the ":" or "=": a text without it holds no match.
+# Its scan is cheap where the whole pattern's is not (that one tries every length of name
+# before the word, at every word's start). The names are lowercase: in an ASCII text it is
+# searched case-sensitively in the text lowercased, which is the same test and faster.
+_NAME_GIVEN = rf"(?:{_SECRET_NAME})[A-Za-z0-9_\-]{{0,40}}"
+_ASSIGNED_NEAR = re.compile(rf"(?i:{_NAME_GIVEN}){_GIVEN}")
+_ASSIGNED_NEAR_LOWERED = re.compile(rf"{_NAME_GIVEN}{_GIVEN}")
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN (?:[A-Z0-9]{1,12} ){0,4}PRIVATE KEY(?: BLOCK)?-----|PuTTY-User-Key-File-\d: "
 )
 _PRIVATE_KEY_END = re.compile(r"-----END (?:[A-Z0-9]{1,12} ){0,4}PRIVATE KEY(?: BLOCK)?-----")
-# Cheap tests that a text may hold a secret at all: most turns do not, and are left alone
-# without loading the patterns. A secret is a long run of token characters, or a key
-# block, a URL with a user part, or a name-and-value assignment.
-_MAY_HOLD = re.compile(
-    r"[A-Za-z0-9_\-+/=.]{16}|PRIVATE KEY|PuTTY|://[^\s/@]{1,200}:[^\s@]{1,400}@"
-    r"|(?i:pass|pwd|secret|token|key|credential)[^\n]{0,60}[=:]"
-)
+_URL_USER = re.compile(r"://[^\s/@]{1,200}:[^\s@]{1,400}@")
+_SECRET_WORD = re.compile(r"(?i:pass|pwd|secret|token|key|credential)")
 
 
 # Values that stand for a secret in examples and docs, not a secret.
@@ -114,9 +124,10 @@ class _Rule:
 
 def redact(text: str) -> Redacted:
     """`text` with every secret found replaced by `[REDACTED:<kind>]`."""
-    if not _MAY_HOLD.search(text):
+    facts = TextFacts.of(text)
+    if not _may_hold(facts):
         return Redacted(text, ())
-    spans = sorted(_spans(text), key=lambda s: (s[0], -s[1]))
+    spans = sorted(_spans(facts), key=lambda s: (s[0], -s[1]))
     pieces: list[str] = []
     kinds: list[str] = []
     end = 0
@@ -134,21 +145,45 @@ def redact(text: str) -> Redacted:
     return Redacted("".join(pieces), tuple(kinds))
 
 
-def _spans(text: str) -> Iterator[tuple[int, int, str]]:
-    for match in _PRIVATE_KEY.finditer(text):
+def _may_hold(facts: TextFacts) -> bool:
+    """Cheap tests that a text may hold a secret at all: most turns do not, and are left
+    alone without loading the patterns. A secret is a long run of token characters, or a
+    key block, a URL with a user part, or a name that says secret beside a value."""
+    text = facts.text
+    return (
+        facts.has_run(16)
+        or "PRIVATE KEY" in text
+        or "PuTTY" in text
+        or ("://" in text and _URL_USER.search(text) is not None)
+        or (("=" in text or ":" in text) and gate(_SECRET_WORD).admits(facts))
+    )
+
+
+def _spans(facts: TextFacts, gated: bool = True) -> Iterator[tuple[int, int, str]]:
+    """Each secret's (start, end, kind). A pattern runs only over a text that holds what it
+    needs (`gated`, from its parse: see regex_gate); the tests compare with every pattern
+    run over every text."""
+    text = facts.text
+
+    def scan(pattern: re.Pattern[str]) -> Iterator[re.Match[str]]:
+        return pattern.finditer(text) if not gated or gate(pattern).admits(facts) else iter(())
+
+    for match in scan(_PRIVATE_KEY):
         yield match.start(), _private_key_end(text, match.end()), "private-key"
     for rule in _rules():
-        for match in rule.pattern.finditer(text):
+        for match in scan(rule.pattern):
             group = 1 if rule.kind in _UNANCHORED and match.group(1) else 0
             if _is_placeholder(text, match.start(group)):
                 continue
             if rule.kind == "password-in-url" and _is_reference(match.group(group)):
                 continue  # user:password@host, user:${PASSWORD}@host: an example
             yield match.start(group), match.end(group), rule.kind
-    for match in _BEARER.finditer(text):
+    for match in scan(_BEARER):
         if _looks_random(match.group(1)):
             yield match.start(1), match.end(1), "bearer-token"
-    for match in _ASSIGNED.finditer(text):
+    if gated and not _may_assign(facts):
+        return
+    for match in scan(_ASSIGNED):
         value = match.group("value")
         if text[match.end("value") : match.end("value") + 1] in ("(", "[", "."):
             continue  # password = hash(…), token = data["…"]: code, not a value
@@ -156,6 +191,12 @@ def _spans(text: str) -> Iterator[tuple[int, int, str]]:
         password = word.startswith("pas") or word == "pwd"
         if (password and _is_password_value(value)) or (not password and _looks_random(value)):
             yield match.start("value"), match.end("value"), "password" if password else "secret"
+
+
+def _may_assign(facts: TextFacts) -> bool:
+    if facts.lowered is not None:
+        return _ASSIGNED_NEAR_LOWERED.search(facts.lowered) is not None
+    return _ASSIGNED_NEAR.search(facts.text) is not None
 
 
 def _private_key_end(text: str, start: int) -> int:
