@@ -28,7 +28,7 @@ from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
 from smartsearch_mcp.pipeline.bursts import burst_groups_grown
 from smartsearch_mcp.pipeline.dated import DateWindow, windows_of
-from smartsearch_mcp.pipeline.lexical import counted_with
+from smartsearch_mcp.pipeline.lexical import extended_stats
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
@@ -163,8 +163,8 @@ def extended(corpus: Corpus, passages: list[Passage], context: list[str] | None)
     """`corpus` with `passages` (of turns added to its scope after its own) at the end: the
     corpus a new read of the scope gives, built from the old one's passages and lowercased
     texts. Vectors (NaN rows for the new passages, filled as for any corpus), the word
-    index, the vocabulary, the speakers, the bursts and exact word statistics are extended;
-    relations and sampled statistics are computed again when asked. `context`: the new
+    index, the vocabulary, the speakers, the bursts and the word statistics are extended;
+    relations are computed again when asked. `context`: the new
     passages' context texts, when the old corpus had its own. CPU-bound: call from a worker
     thread."""
     every = corpus.passages + passages
@@ -172,8 +172,8 @@ def extended(corpus: Corpus, passages: list[Passage], context: list[str] | None)
     added = grown.lowered[len(corpus.lowered) :]
     grown.reused = True  # a scope read again
     grown.stats_sample = corpus.stats_sample
-    if corpus.stats is not None and len(every) <= corpus.stats_sample:  # counted, not sampled
-        grown.stats = counted_with(corpus.stats, added)
+    if corpus.stats is not None:  # None: counted again when asked
+        grown.stats = extended_stats(corpus.stats, added, corpus.stats_sample)
     if corpus.words is not None:
         grown.words = corpus.words | memory_words(added)
     if corpus.speaker_names is not None:

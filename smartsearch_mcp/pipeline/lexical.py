@@ -266,10 +266,14 @@ def _inflected(word: str) -> tuple[str, str]:
 
 @dataclass(frozen=True, slots=True)
 class CorpusStats:
-    """Document frequencies of words over the searched turns, for PRF's idf."""
+    """Document frequencies of words over the searched turns, for PRF's idf. When they are
+    estimated from a sample, `counted` holds the sample's own counts and `sampled` its size
+    (see `extended_stats`)."""
 
     doc_freq: Mapping[str, int]
     total_docs: int
+    counted: Mapping[str, int] | None = None
+    sampled: int = 0
 
     @classmethod
     def from_texts(
@@ -280,9 +284,10 @@ class CorpusStats:
     ) -> CorpusStats:
         """Count, for each word (or each word of `vocabulary`), the texts containing it.
 
-        With `max_texts`, larger corpora are estimated from that many evenly spaced texts
-        (counts scaled to the whole): idf needs proportions, not exact counts, and tokenizing
-        every text of a large scope on each query would dominate recall.
+        With `max_texts`, larger corpora are estimated from at most that many evenly spaced
+        texts (`sample_positions`; counts scaled to the whole): idf needs proportions, not
+        exact counts, and tokenizing every text of a large scope on each query would dominate
+        recall.
         """
         total = len(texts)
         sample = [texts[i] for i in sample_positions(total, max_texts)]
@@ -296,32 +301,56 @@ class CorpusStats:
         (the texts at `sample_positions`)."""
         counts: Counter[str] = Counter()
         wanted = set(vocabulary) if vocabulary is not None else None
-        step = total / len(texts) if 0 < len(texts) < total else 1.0
         for text in texts:
             words = distinct_words(text)
             counts.update(words if wanted is None else words & wanted)
+        return cls._scaled(counts, len(texts), total)
+
+    @classmethod
+    def _scaled(cls, counts: Mapping[str, int], sampled: int, total: int) -> CorpusStats:
+        step = total / sampled if 0 < sampled < total else 1.0
         if step > 1.0:
             scaled = {w: min(total, max(1, round(c * step))) for w, c in counts.items()}
-            return cls(doc_freq=scaled, total_docs=total)
+            return cls(scaled, total, dict(counts), sampled)
         return cls(doc_freq=dict(counts), total_docs=total)
 
 
-def counted_with(stats: CorpusStats, texts: Sequence[str]) -> CorpusStats:
-    """`stats` counted over every text of a corpus (not a sample), with `texts` added to it:
-    the counts `CorpusStats.from_texts` gives the whole."""
-    counts = Counter(stats.doc_freq)
-    for text in texts:
-        counts.update(distinct_words(text))
-    return CorpusStats(doc_freq=dict(counts), total_docs=stats.total_docs + len(texts))
+def extended_stats(
+    stats: CorpusStats, texts: Sequence[str], max_texts: int | None
+) -> CorpusStats | None:
+    """What `CorpusStats.from_texts(earlier + texts, max_texts=max_texts)` gives, from
+    `stats` (that of the `earlier` texts) and counting only the added texts in the sample:
+    the sample of a corpus is its first text and every stride-th after it, so texts appended
+    add their own positions and keep the others. None when the stride changes (the corpus
+    doubled past the sample): count again. Every scope query right after a write used to
+    count the whole sample again."""
+    before = stats.total_docs
+    total = before + len(texts)
+    stride = sample_stride(total, max_texts)
+    if stride != sample_stride(before, max_texts):
+        return None
+    first = -(-before // stride) * stride  # the first sampled position among the added
+    counts = Counter(stats.counted if stats.counted is not None else stats.doc_freq)
+    for position in range(first, total, stride):
+        counts.update(distinct_words(texts[position - before]))
+    sampled = stats.sampled if stats.counted is not None else before
+    return CorpusStats._scaled(counts, sampled + len(range(first, total, stride)), total)
 
 
-def sample_positions(total: int, max_texts: int | None) -> range | list[int]:
-    """Which of `total` texts `CorpusStats.from_texts` counts: all, or `max_texts` evenly
-    spaced ones (ascending)."""
-    if max_texts is None or not 0 < max_texts < total:
-        return range(total)
-    step = total / max_texts
-    return [int(i * step) for i in range(max_texts)]
+def sample_stride(total: int, max_texts: int | None) -> int:
+    """The smallest power of two that takes at most `max_texts` of `total` texts."""
+    stride = 1
+    while max_texts is not None and max_texts > 0 and -(-total // stride) > max_texts:
+        stride *= 2
+    return stride
+
+
+def sample_positions(total: int, max_texts: int | None) -> range:
+    """Which of `total` texts `CorpusStats.from_texts` counts: all, or every stride-th from
+    the first (`sample_stride`: at most `max_texts`, more than half as many), ascending; a
+    text appended later never changes which earlier texts are counted, until the stride
+    doubles."""
+    return range(0, total, sample_stride(total, max_texts))
 
 
 def select_prf_terms(

@@ -21,7 +21,9 @@ from smartsearch_mcp.pipeline.lexical import (
     EntityMention,
     anchor_sentences,
     compile_terms,
+    extended_stats,
     find_entity_mentions,
+    sample_positions,
     select_prf_terms,
     term_pattern,
 )
@@ -405,3 +407,41 @@ def test_the_matcher_leaves_out_terms_longer_than_the_cap() -> None:
     matcher = compile_terms([long_term, short])
     assert matcher.terms == (short,)
     assert matcher.score("z" * 5000) == 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    texts=st.lists(
+        st.lists(st.sampled_from(["lake", "home", "river", "stone"]), max_size=3).map(" ".join),
+        max_size=40,
+    ),
+    split=st.integers(0, 40),
+    max_texts=st.one_of(st.none(), st.integers(1, 12)),
+)
+def test_word_statistics_extended_by_appended_texts_equal_those_counted_whole(
+    texts: list[str], split: int, max_texts: int | None
+) -> None:
+    before, added = texts[:split], texts[split:]
+    extended = extended_stats(CorpusStats.from_texts(before, max_texts=max_texts), added, max_texts)
+    whole = CorpusStats.from_texts(texts, max_texts=max_texts)
+    if extended is not None:
+        assert extended == whole
+    # counted again only when the sample's stride changed
+    changed = (
+        sample_positions(len(texts), max_texts).step
+        != sample_positions(len(before), max_texts).step
+    )
+    assert (extended is None) == changed
+
+
+@pytest.mark.parametrize("total", [0, 1, 7, 20, 21, 39, 40, 41, 1000])
+def test_the_sample_takes_at_most_max_texts_and_more_than_half(total: int) -> None:
+    positions = sample_positions(total, 20)
+    assert list(positions) == sorted(set(positions)) and all(0 <= p < total for p in positions)
+    if total <= 20:
+        assert list(positions) == list(range(total))
+    else:
+        assert 10 < len(positions) <= 20
+        # a text appended keeps which earlier texts are counted, until the stride doubles
+        grown = sample_positions(total + 1, 20)
+        assert grown.step != positions.step or list(grown)[: len(positions)] == list(positions)
