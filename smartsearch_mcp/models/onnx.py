@@ -6,7 +6,12 @@ The transformers classifier inside a loaded CrossEncoder is exported once with `
 onnxruntime's quantizer (weights int8 per output channel, symmetric; activations uint8,
 quantized per batch: sentence-transformers' `qint8_avx512_vnni` configuration). Per channel
 keeps a trained MiniLM's ranking much closer to fp32 than one scale per tensor (mean Spearman
-0.963 against 0.894 on LoCoMo, docs/bench/rankers.md). The files are kept
+0.963 against 0.894 on LoCoMo, docs/bench/rankers.md). On an x86 CPU without VNNI (AVX2
+only: most laptops before 2021, AMD before Zen 4) ONNX Runtime's uint8 x int8 kernel adds
+pairs of products in 16 bits, which overflow with 8-bit weights: the weights are then
+quantized to 7 bits (`reduce_range`, as ONNX Runtime advises), and so is every file made to
+ship, which must run on any CPU (a random tiny model's int8 ranking against fp32: Spearman
+0.78 with 8 bits on an AVX2 CPU, above 0.9 with 7). The files are kept
 in the user cache dir under a name derived from the weights' files, so later loads only open
 them. Measured on the default preset's cross-encoder shape: see docs/bench/rankers.md.
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import platform
 import shutil
 import tempfile
 import warnings
@@ -34,8 +40,11 @@ log = logging.getLogger(__name__)
 OPSET = 17
 ONNX_PRECISIONS = ("fp32", "int8")
 # The quantized file's name says how it was quantized: a file of another scheme (one scale
-# per tensor, before) is not reused.
+# per tensor, before; 8-bit weights on a CPU that needs 7) is not reused.
 INT8_FILE = "model.int8-per-channel.onnx"
+INT8_7BIT_FILE = "model.int8-per-channel-7bit.onnx"
+# x86 flags (as Linux lists them) of int8 dot products that do not saturate
+VNNI_FLAGS = frozenset({"avx512_vnni", "avx_vnni", "amx_int8"})
 
 
 ONNX_DIR_ENV = "SMARTSEARCH_ONNX_DIR"
@@ -98,7 +107,7 @@ def load_onnx_classifier(
     names = [n for n in ("input_ids", "attention_mask", "token_type_ids") if _takes(tokenizer, n)]
     root = cache_root if cache_root is not None else onnx_cache_root()
     target = root / f"{Path(identity).name or 'model'}-{weights_digest(folder, identity)}"
-    model_file = target / (INT8_FILE if precision == "int8" else "model.onnx")
+    model_file = target / (int8_file() if precision == "int8" else "model.onnx")
     if not model_file.is_file():
         export_classifier(network, tokenizer, names, target, precision, torch, importer)
     options = ort.SessionOptions()
@@ -108,6 +117,19 @@ def load_onnx_classifier(
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     session = ort.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
     return OnnxClassifier(session, names)
+
+
+def int8_file(portable: bool = False, flags: frozenset[str] | None = None) -> str:
+    """The name of the int8 file to make (which says its weights' bits): 8-bit weights on a
+    CPU whose int8 products do not saturate (x86 with VNNI, or not x86), else 7-bit, and
+    7-bit when `portable` (a file made to ship)."""
+    from smartsearch_mcp.models.precision import cpu_flags
+
+    if portable:
+        return INT8_7BIT_FILE
+    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
+        return INT8_FILE
+    return INT8_FILE if (cpu_flags() if flags is None else flags) & VNNI_FLAGS else INT8_7BIT_FILE
 
 
 def _takes(tokenizer: Any, name: str) -> bool:
@@ -123,9 +145,11 @@ def export_classifier(
     precision: str,
     torch: Any,
     importer: Any,
-) -> None:
-    """Export to `target` (model.onnx, and `INT8_FILE` for int8), atomically: written in
-    a temporary folder beside it, then moved in place."""
+    portable: bool = False,
+) -> Path:
+    """Export to `target` (model.onnx, and for int8 the file `int8_file(portable)` names),
+    atomically: written in a temporary folder beside it, then moved in place. Returns the
+    file at `precision`."""
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
     try:
@@ -144,8 +168,10 @@ def export_classifier(
                 {**axes, "logits": {0: "batch"}},
                 torch,
             )
+        made = "model.onnx"
         if precision == "int8":
-            quantize_per_channel(plain, work / INT8_FILE, importer)
+            made = int8_file(portable)
+            quantize_per_channel(plain, work / made, importer, seven_bits=made == INT8_7BIT_FILE)
         target.mkdir(parents=True, exist_ok=True)
         for produced in work.iterdir():
             produced.replace(target / produced.name)
@@ -153,11 +179,13 @@ def export_classifier(
         log.info("exported the cross-encoder to ONNX (%s) in %s", precision, target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    return target / made
 
 
-def quantize_per_channel(source: Path, target: Path, importer: Any) -> None:
+def quantize_per_channel(source: Path, target: Path, importer: Any, seven_bits: bool) -> None:
     """Quantize the ONNX model at `source` to `target`: weights int8 per output channel,
-    symmetric; activations uint8, quantized per batch."""
+    symmetric (in 7 bits with `seven_bits`: see the module doc); activations uint8,
+    quantized per batch."""
     quantization = importer("onnxruntime.quantization")
     quiet = _DropAdvice()  # the quantizer's advice for image models, on the root logger
     logging.getLogger().addFilter(quiet)
@@ -167,7 +195,7 @@ def quantize_per_channel(source: Path, target: Path, importer: Any) -> None:
             str(target),
             weight_type=quantization.QuantType.QInt8,
             per_channel=True,
-            reduce_range=False,
+            reduce_range=seven_bits,
         )
     finally:
         logging.getLogger().removeFilter(quiet)

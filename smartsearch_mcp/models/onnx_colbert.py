@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from smartsearch_mcp.models.onnx import INT8_FILE, quantize_per_channel, trace_to_onnx
+from smartsearch_mcp.models.onnx import INT8_7BIT_FILE, quantize_per_channel, trace_to_onnx
 from smartsearch_mcp.models.onnx_ranker import (
     BATCH_TOKENS,
     CheckedFolder,
@@ -161,8 +161,9 @@ def export_onnx_colbert(
         )
         if precision == "fp32":
             return plain
-        quantize_per_channel(plain, exported / INT8_FILE, importer)
-        return exported / INT8_FILE
+        # a file to ship runs on any CPU: 7-bit weights (see models/onnx.py)
+        quantize_per_channel(plain, exported / INT8_7BIT_FILE, importer, seven_bits=True)
+        return exported / INT8_7BIT_FILE
 
     fields = {
         "kind": KIND,

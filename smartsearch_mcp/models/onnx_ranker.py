@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Self
 
 import numpy as np
 
-from smartsearch_mcp.models.onnx import INT8_FILE, export_classifier
+from smartsearch_mcp.models.onnx import export_classifier
 from smartsearch_mcp.models.scorers import classifier_network, length_sorted_batches
 from smartsearch_mcp.telemetry import switch_off_onnxruntime_events
 
@@ -285,9 +285,10 @@ def export_onnx_ranker(
     ]
     limit = int(max_length or model.max_seq_length or tokenizer.model_max_length)
 
-    def export(exported: Path) -> Path:
-        export_classifier(network.eval(), tokenizer, names, exported, precision, torch, importer)
-        return exported / (INT8_FILE if precision == "int8" else "model.onnx")
+    def export(exported: Path) -> Path:  # a file to ship: portable int8 (7-bit weights)
+        return export_classifier(
+            network.eval(), tokenizer, names, exported, precision, torch, importer, portable=True
+        )
 
     fields = {"kind": "cross_encoder", "max_length": limit, "inputs": names}
     target = write_ranker_folder(out_dir, export, precision, tokenizer, fields, extra_files)

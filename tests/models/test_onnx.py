@@ -15,7 +15,7 @@ from tiny_models import TinyModels, spearman
 
 from smartsearch_mcp.config import ConfigError, ModelsConfig
 from smartsearch_mcp.models import CrossEncoderScorer, ModelLocation, ModelRegistry
-from smartsearch_mcp.models.onnx import INT8_FILE
+from smartsearch_mcp.models.onnx import INT8_7BIT_FILE, INT8_FILE, int8_file, quantize_per_channel
 from smartsearch_mcp.models.registry import describe_runtime
 
 pytest.importorskip("onnxruntime")
@@ -72,7 +72,7 @@ def test_the_export_is_made_once_and_reused(tiny_models: TinyModels, onnx_cache:
 
     again = CrossEncoderScorer.load(_location(tiny_models), precision="int8", backend="onnx")
 
-    assert set(stamps) == {"model.onnx", INT8_FILE}
+    assert set(stamps) == {"model.onnx", int8_file()}
     assert {p.name: p.stat().st_mtime_ns for p in exported.iterdir()} == stamps
     assert again.backend == "onnxruntime"
     assert not [p for p in onnx_cache.iterdir() if p.name.startswith(".export-")]
@@ -124,7 +124,7 @@ def test_an_int8_file_quantized_per_tensor_before_is_replaced_not_reused(
 
     scorer = CrossEncoderScorer.load(_location(tiny_models), precision="int8", backend="onnx")
 
-    assert {p.name for p in exported.iterdir()} == {"model.onnx", INT8_FILE}
+    assert {p.name for p in exported.iterdir()} == {"model.onnx", int8_file()}
     assert len(scorer.score(QUERY, TEXTS)) == len(TEXTS)
 
 
@@ -135,7 +135,7 @@ def test_the_int8_weights_are_quantized_per_output_channel(
 
     CrossEncoderScorer.load(_location(tiny_models), precision="int8", backend="onnx")
     [exported] = list(onnx_cache.iterdir())
-    graph = onnx.load(str(exported / INT8_FILE)).graph
+    graph = onnx.load(str(exported / int8_file())).graph
 
     shapes = {i.name: list(i.dims) for i in graph.initializer}
     matrices = {
@@ -196,3 +196,38 @@ def test_the_default_preset_runs_its_cross_encoder_on_auto() -> None:
 
     assert config.models.cross_encoder_backend == "auto"
     assert ModelsConfig(cross_encoder_backend="auto", precision="bf16").precision == "bf16"
+
+
+def test_int8_weights_have_7_bits_where_int8_products_saturate_and_in_files_to_ship(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("platform.machine", lambda: "x86_64")
+    assert int8_file(flags=frozenset({"avx2", "avx512_vnni"})) == INT8_FILE
+    assert int8_file(flags=frozenset({"avx2", "avx_vnni"})) == INT8_FILE
+    assert int8_file(flags=frozenset({"avx2", "fma"})) == INT8_7BIT_FILE
+    assert int8_file(flags=frozenset()) == INT8_7BIT_FILE  # flags unknown: the safe choice
+    assert int8_file(portable=True, flags=frozenset({"avx512_vnni"})) == INT8_7BIT_FILE
+    monkeypatch.setattr("platform.machine", lambda: "arm64")
+    assert int8_file(flags=frozenset()) == INT8_FILE
+
+
+def test_seven_bit_weights_stay_within_64(
+    tiny_models: TinyModels, onnx_cache: Path, tmp_path: Path
+) -> None:
+    import onnx
+
+    CrossEncoderScorer.load(_location(tiny_models), precision="fp32", backend="onnx")
+    [exported] = list(onnx_cache.iterdir())
+    largest = {}
+    for seven in (False, True):
+        target = tmp_path / f"seven-{seven}.onnx"
+        quantize_per_channel(exported / "model.onnx", target, importlib.import_module, seven)
+        weights = [
+            onnx.numpy_helper.to_array(i)
+            for i in onnx.load(str(target)).graph.initializer
+            if i.name.endswith("_quantized") and len(i.dims) == 2
+        ]
+        largest[seven] = max(
+            int(np.abs(w.astype(np.int32)).max()) for w in weights if w.dtype == np.int8
+        )
+    assert largest[True] <= 64 < largest[False] <= 127
