@@ -77,12 +77,21 @@ def burst_groups_grown(
         return passages[index].turn.namespace, passages[index].turn.session_id
 
     touched = {session(i) for i in range(before, len(passages))}
-    rows = [i for i in range(len(passages)) if session(i) in touched]
+    named = {session_id for _, session_id in touched}  # a cheap test first: 0.1 s at 100,000
+    rows = [
+        i
+        for i, passage in enumerate(passages)
+        if passage.turn.session_id in named and session(i) in touched
+    ]
     out = [*groups[:before], *range(before, len(passages))]
     local = burst_groups([passages[i] for i in rows], seconds, max_words)
     for row, group in zip(rows, local, strict=True):
         out[row] = rows[group]
-    kept = {group: text for group, text in texts.items() if session(group) not in touched}
+    kept = {
+        group: text
+        for group, text in texts.items()
+        if passages[group].turn.session_id not in named or session(group) not in touched
+    }
     return out, kept | burst_texts([lowered[i] for i in rows], [out[i] for i in rows])
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -46,12 +47,65 @@ class TermPattern(NamedTuple):
     words: tuple[str, ...] | None = None
 
 
+def _sorted_words(vocabulary: dict[str, int], before: WordIndex | None) -> list[str]:
+    """`vocabulary` sorted; after an index `before` (whose words come first in it), its
+    sorted words with the few new ones put in place (sorting a large vocabulary again on
+    every write took most of extending the index)."""
+    if before is None:
+        return sorted(vocabulary)
+    new = sorted(list(vocabulary)[len(before.vocabulary) :])
+    if len(new) * 64 > len(before.sorted_words):
+        return sorted(vocabulary)
+    words = list(before.sorted_words)
+    for word in new:
+        bisect.insort(words, word)
+    return words
+
+
+class _Room:
+    """An index's word ids with room to grow, shared with the indexes extending it: each
+    sees its own first rows (`ids` is a view), and an extension writes after the last row
+    used, so extending a large index after a write does not copy it (that copy took most of
+    the time a recall right after a write added)."""
+
+    SPARE = 1 / 16  # of the ids, left free when the array is made again (at least MIN_SPARE)
+    MIN_SPARE = 4096
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+        self.used = len(array)
+        self.lock = threading.Lock()
+
+    def appended(self, length: int, parts: list[np.ndarray]) -> tuple[_Room, np.ndarray]:
+        """(the room, the ids) of an index whose first `length` ids are this room's and
+        whose next ones are `parts`: written in place when this room has space after exactly
+        `length` used ids, else copied into a new room."""
+        size = length + sum(len(part) for part in parts)
+        with self.lock:
+            if self.used == length and size <= len(self.array):
+                position = length
+                for part in parts:
+                    self.array[position : position + len(part)] = part
+                    position += len(part)
+                self.used = size
+                return self, self.array[:size]
+        array = np.empty(size + max(int(size * _Room.SPARE), _Room.MIN_SPARE), dtype=np.int32)
+        array[:length] = self.array[:length]
+        position = length
+        for part in parts:
+            array[position : position + len(part)] = part
+            position += len(part)
+        room = _Room(array)
+        room.used = size
+        return room, array[:size]
+
+
 class WordIndex:
     """The words (`WORD` runs) of lowercase texts as ids, text after text: how often a
     whole-word term matches each text is then one pass over the ids, not a regex scan of
     every character. Built once per cached corpus: it costs about three scans."""
 
-    ids: np.ndarray  # every text's word ids, text after text
+    ids: np.ndarray  # every text's word ids, text after text (a view of `_room`)
     starts: np.ndarray  # where each text's ids start
     vocabulary: dict[str, int]  # word -> id
 
@@ -69,14 +123,20 @@ class WordIndex:
                 ids.extend([add(word, len(vocabulary)) for word in words])
             parts.append(np.asarray(ids, dtype=np.int32))  # 2**31 words would not fit memory
         ids_before = np.zeros(0, dtype=np.int32) if _after is None else _after.ids
-        self.ids = np.concatenate([ids_before, *parts])
+        if _after is None:
+            self._room = _Room(np.concatenate([ids_before, *parts]))
+            self.ids = self._room.array
+        else:
+            self._room, self.ids = _after._room.appended(len(ids_before), parts)
         starts = np.zeros(len(lowered), dtype=np.int64)
         if len(lowered) > 1:
             np.cumsum(lengths[:-1], out=starts[1:])
         starts += len(ids_before)
         self.starts = starts if _after is None else np.concatenate([_after.starts, starts])
         self.vocabulary = vocabulary
-        self.sorted_words = sorted(vocabulary)
+        self.sorted_words = _sorted_words(vocabulary, _after)
+
+    sorted_words: list[str]  # the vocabulary, sorted
 
     def extended(self, lowered: Sequence[str]) -> WordIndex:
         """The index of this index's texts followed by `lowered` (this one is unchanged: a

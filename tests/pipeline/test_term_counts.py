@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -203,8 +204,35 @@ def test_a_word_index_extended_with_more_texts_counts_as_one_built_over_all(
     extended = WordIndex(lowered[: len(first)]).extended(lowered[len(first) :])
     whole = WordIndex(lowered)
     assert extended.starts.tolist() == whole.starts.tolist()
+    assert extended.sorted_words == whole.sorted_words
     found = [compile_term(term) for term in terms]
     rows = TermCounts(lowered, REPEAT_CAP, True, extended).rows(found)
     assert [r.tolist() for r in rows] == [
         r.tolist() for r in TermCounts(lowered, REPEAT_CAP, True, whole).rows(found)
     ]
+
+
+def test_a_large_index_extended_by_a_few_words_keeps_its_vocabulary_sorted() -> None:
+    # many words before, two new ones after: the new words are put in place, not sorted anew
+    lowered = [f"w{i:04d} common" for i in range(0, 2000, 2)]
+    more = ["common w0001 zzz", "aaa w0003"]
+    extended = WordIndex(lowered).extended(more)
+    whole = WordIndex(lowered + more)
+    assert extended.sorted_words == whole.sorted_words == sorted(whole.vocabulary)
+    assert extended.ids.tolist() == whole.ids.tolist()
+
+
+def test_extensions_write_after_the_ids_in_place_and_never_under_an_index_in_use() -> None:
+    texts = ["alpha beta", "gamma", "beta beta delta", "epsilon alpha"]
+    first = WordIndex(texts[:1])
+    chained = first.extended(texts[1:2]).extended(texts[2:3])
+    whole = WordIndex(texts[:3])
+    assert chained.ids.tolist() == whole.ids.tolist()
+    # a second extension of an index already extended writes elsewhere: both stay right
+    one = chained.extended(texts[3:])
+    other = chained.extended(["zeta zeta"])
+    assert one.ids.tolist() == WordIndex(texts).ids.tolist()
+    assert other.ids.tolist() == WordIndex([*texts[:3], "zeta zeta"]).ids.tolist()
+    assert chained.ids.tolist() == whole.ids.tolist()  # what it held is unchanged
+    # and the chain shares one array when there is room (no copy of the ids per write)
+    assert np.shares_memory(one.ids, chained.ids) != np.shares_memory(other.ids, chained.ids)
