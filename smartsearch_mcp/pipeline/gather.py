@@ -139,6 +139,7 @@ class Retrieval:
                 corpus.passages,
                 corpus.lowered,
                 analysis.time_range,
+                corpus.indexed_words(),
             )
         return Retrieved(corpus, scores, bm25, said, None, dated, analysis, hops)
 

@@ -15,6 +15,7 @@ from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline.dated import (
     Dated,
     DateWindow,
+    _may_be_inside,
     best_dated,
     date_channel,
     inside_window,
@@ -22,6 +23,7 @@ from smartsearch_mcp.pipeline.dated import (
     windows_of,
 )
 from smartsearch_mcp.pipeline.retrieve import select_candidates
+from smartsearch_mcp.pipeline.term_counts import WordIndex
 
 LAST_WEEK = DateRange(datetime(2026, 11, 23), datetime(2026, 11, 30), "last week")
 FEBRUARY = DateRange(datetime(2026, 2, 1), datetime(2026, 3, 1), "February", recurs=True)
@@ -155,3 +157,42 @@ def test_the_date_channel_fills_its_quota_and_adds_nothing_to_the_fusion() -> No
     # the date channel's places are kept even when the other quotas would fill everything
     assert select_candidates(channels, {"lexical": 6, "date": 2}, 3, 60) == [0, 4, 2]
     assert select_candidates(channels, {"lexical": 1, "date": 0}, 6, 60) == [0, 3]
+
+
+@settings(max_examples=200)
+@given(
+    said=st.lists(
+        st.tuples(
+            st.lists(WORDS, max_size=6).map(" ".join),
+            # days from the range's start: near it (where relative dates are read) or far
+            st.one_of(st.none(), st.integers(-900, 900), st.integers(-15, 15)),
+        ),
+        max_size=12,
+    ),
+    span=st.sampled_from(SPANS),
+)
+def test_the_word_index_reads_only_passages_that_can_be_inside_and_finds_the_same(
+    said: list[tuple[str, int | None]], span: DateRange
+) -> None:
+    passages = [
+        make_passage(
+            i + 1,
+            text,
+            timestamp=None if days is None else (span.start + timedelta(days=days)).isoformat(),
+        )
+        for i, (text, days) in enumerate(said)
+    ]
+    lowered = [p.text.lower() for p in passages]
+    everything = inside_window(passages, lowered, span)
+    indexed = inside_window(passages, lowered, span, WordIndex(lowered))
+    assert (everything is None) == (indexed is None)
+    if everything is not None and indexed is not None:
+        assert (everything.window, everything.inside) == (indexed.window, indexed.inside)
+
+
+def test_with_the_word_index_a_passage_far_from_the_range_naming_nothing_is_not_read() -> None:
+    far = make_passage(1, "lunch was great", timestamp="2020-01-01T12:00")
+    named = make_passage(2, "the vet on November 24th", timestamp="2020-01-01T12:00")
+    window = DateWindow.of(LAST_WEEK)
+    lowered = [far.text.lower(), named.text.lower()]
+    assert _may_be_inside(window, [far, named], WordIndex(lowered)) == [1]
