@@ -83,21 +83,21 @@ class _Room:
         size = length + sum(len(part) for part in parts)
         with self.lock:
             if self.used == length and size <= len(self.array):
-                position = length
-                for part in parts:
-                    self.array[position : position + len(part)] = part
-                    position += len(part)
+                _write(self.array, length, parts)
                 self.used = size
                 return self, self.array[:size]
         array = np.empty(size + max(int(size * _Room.SPARE), _Room.MIN_SPARE), dtype=np.int32)
         array[:length] = self.array[:length]
-        position = length
-        for part in parts:
-            array[position : position + len(part)] = part
-            position += len(part)
+        _write(array, length, parts)
         room = _Room(array)
         room.used = size
         return room, array[:size]
+
+
+def _write(array: np.ndarray, position: int, parts: list[np.ndarray]) -> None:
+    for part in parts:
+        array[position : position + len(part)] = part
+        position += len(part)
 
 
 class WordIndex:
