@@ -181,9 +181,9 @@ def _spans(facts: TextFacts, gated: bool = True) -> Iterator[tuple[int, int, str
     for match in scan(_BEARER):
         if _looks_random(match.group(1)):
             yield match.start(1), match.end(1), "bearer-token"
-    if gated and not _may_assign(facts):
+    if gated and not _may_assign(facts):  # a stricter test than _ASSIGNED's gate
         return
-    for match in scan(_ASSIGNED):
+    for match in _ASSIGNED.finditer(text):
         value = match.group("value")
         if text[match.end("value") : match.end("value") + 1] in ("(", "[", "."):
             continue  # password = hash(…), token = data["…"]: code, not a value
