@@ -10,6 +10,7 @@ that the event loop, which every client of a server shares, only awaits.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -20,6 +21,7 @@ from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline import lap, off_loop
 from smartsearch_mcp.pipeline.adjust import Context, adjust
+from smartsearch_mcp.pipeline.adjust.time_range import inside_only, names_only_a_time
 from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
 from smartsearch_mcp.pipeline.corpus import ScopeCorpora
 from smartsearch_mcp.pipeline.embeddings import Embeddings
@@ -203,6 +205,9 @@ class RecallPipeline:
         hops = [*found.hops, *hops]
         clock = lap(run.timings, "expand", clock)
 
+        if analysis.time_range is not None and names_only_a_time(analysis):
+            chosen = inside_only(candidates.corpus.passages, candidates.chosen, analysis.time_range)
+            candidates = dataclasses.replace(candidates, chosen=chosen)
         taken = candidates.take()
         scored, rankers, vectors = await self.scoring.rank(query, candidates, taken, run)
         # The adjustments of the final ranking (rank.adjust), in order: the question's dates

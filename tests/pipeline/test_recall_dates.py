@@ -279,6 +279,27 @@ async def test_an_update_outside_the_range_still_comes_before_the_plan_it_change
     assert not any("falls in" in w for w in result.warnings)
 
 
+async def test_a_question_naming_only_its_time_gets_only_what_was_said_then(store):
+    """The bi-encoder finds every turn a little like "what did we do yesterday?"; only those
+    said (or dated) then answer it."""
+    config = Config().with_overrides(
+        nlp={"spacy_models": []},
+        retrieval={"dense": True},
+        rank={"scorers": ["bi_encoder", "lexical"]},
+    )
+    models = GivenModels({"bi_encoder": TopicEmbedder()})
+    pipeline = RecallPipeline(store, config, models)  # type: ignore[arg-type]
+    last_week = await pipeline.recall("What did we do last week?", SCOPE, 1500, NOW)
+    assert {s.candidate.passage.turn.session_id for s in last_week.passages} == {"s4"}
+    yesterday = await pipeline.recall("what did we do yesterday?", SCOPE, 1500, NOW)
+    assert yesterday.passages == []  # 29 November: nothing said or named
+    assert any("'yesterday'" in w for w in yesterday.warnings)
+    # a question naming something besides its time gets the best matches of any time
+    named = await pipeline.recall("the trip yesterday?", SCOPE, 1500, NOW)
+    assert "Piran" in _texts(named)[0] or "Ljubljana" in _texts(named)[0]
+    assert any("best matches from any time" in w for w in named.warnings)
+
+
 @pytest.mark.parametrize("mode", ["grep", "indexed"])
 async def test_the_date_channel_works_the_same_on_sqlite_and_postgresql(database, mode):
     config = Config().with_overrides(
