@@ -51,6 +51,9 @@ REQUEST_VERBS = word_set(
     identify mention recount share suggest recommend
     """
 )
+# Prompts that tell an agent to carry on ("go", "continue", "lgtm") ask for nothing: alone they
+# are no search (a word of a longer question still is).
+GO_ON_WORDS = word_set("go ahead continue proceed resume retry lgtm")
 # Calendar words are dates, not names (the date stage reads them).
 CALENDAR_WORDS = word_set(
     """

@@ -142,8 +142,10 @@ async def test_a_query_with_no_content_returns_nothing_and_says_so(store, query)
     assert "names nothing to search for" in format_recall(query, result)
 
 
-@pytest.mark.parametrize("query", ["2", "+1", "ack", "remind me", "show"])
-async def test_a_vote_an_option_or_a_bare_request_verb_returns_nothing(store, query):
+@pytest.mark.parametrize(
+    "query", ["2", "+1", "ack", "remind me", "show", "go", "go ahead", "ok, continue", "lgtm"]
+)
+async def test_a_vote_an_option_a_bare_request_verb_or_go_on_returns_nothing(store, query):
     # each of these words is in memory: still nothing was asked for
     turns = [
         TurnInput(text, "Wren", "user", timestamp=f"2026-11-2{i}T10:00:00")
@@ -151,6 +153,7 @@ async def test_a_vote_an_option_or_a_bare_request_verb_returns_nothing(store, qu
             [
                 "Option 2 is the cheaper ferry, option 1 the faster one.",
                 "Ack, remind me to show Ines the +1 on the booking.",
+                "We go ahead with the ferry unless the lgtm from Ines says otherwise; continue.",
             ]
         )
     ]
