@@ -16,7 +16,12 @@ import re
 from collections.abc import Collection
 
 from smartsearch_mcp.pipeline.dated import text_date_bounds
-from smartsearch_mcp.pipeline.words import content_stems, is_stopword
+from smartsearch_mcp.pipeline.words import (
+    content_stems,
+    is_stopword,
+    light_stem,
+    word_set,
+)
 
 # A change reported as done: a verb of change in the past tense or participle ("moved to",
 # "we switched", "got cancelled") or an adverb of replacement. Base forms and nouns are left
@@ -74,27 +79,61 @@ def _normal(value: str) -> str:
     return re.sub(r"[\s,]", "", value.lower())
 
 
-# A question that asks for a value: by its first words, or by naming a kind of value.
-_ASKS_VALUE = re.compile(
-    r"^\W*(?:when|what (?:time|date|day)|how (?:much|many|long|big|old|often))\b"
-    r"|\b(?:port|version|budget|price|cost|date|deadline|time|timeout|amount|number|count|"
-    r"size|limit|rate|salary|rent|fee|address)s?\b",
-    re.IGNORECASE,
+# A question that asks for a value, and of which kinds (see `values_of`): by its first words or
+# by naming a kind of value. A time of day may come with its day and a date with its time
+# ("moved to December 3 at 10am"), or be written in numbers (a crontab's "15 4 * * *"); a
+# version, port or count is a number.
+_WHEN_KINDS = frozenset({"date", "clock", "number"})
+_ASKED_KINDS = (
+    (re.compile(r"^\W*(?:when|what (?:time|date|day))\b", re.IGNORECASE), _WHEN_KINDS),
+    (re.compile(r"^\W*how (?:many|long|big|old|often)\b", re.IGNORECASE), frozenset({"number"})),
+    (re.compile(r"^\W*how much\b", re.IGNORECASE), frozenset({"amount", "number"})),
+    (re.compile(r"\b(?:date|deadline|time)s?\b", re.IGNORECASE), _WHEN_KINDS),
+    (
+        re.compile(r"\b(?:budget|price|cost|amount|salary|rent|fee)s?\b", re.IGNORECASE),
+        frozenset({"amount", "number"}),
+    ),
+    (
+        re.compile(
+            r"\b(?:port|version|timeout|number|count|size|limit|rate|address)(?:es|s)?\b",
+            re.IGNORECASE,
+        ),
+        frozenset({"number"}),
+    ),
 )
+
+
+def asked_value_kinds(question: str) -> frozenset[str]:
+    """The kinds of value (`values_of`) a question asks for, empty when it asks for none:
+    "When is the recital?" a date or time; "Which port is the preview server on?" a number;
+    "how much is the rent" an amount."""
+    kinds: frozenset[str] = frozenset()
+    for pattern, named in _ASKED_KINDS:
+        if pattern.search(question):
+            kinds |= named
+    return kinds
 
 
 def asks_for_a_value(question: str) -> bool:
     """Whether the question asks for a value (a date, amount, time, number): "When is the
     recital?", "Which port is the preview server on?", "how much is the rent"."""
-    return _ASKS_VALUE.search(question) is not None
+    return bool(asked_value_kinds(question))
 
 
-def gives_a_new_value(later: dict[str, frozenset[str]], earlier: dict[str, frozenset[str]]) -> bool:
+def gives_a_new_value(
+    later: dict[str, frozenset[str]],
+    earlier: dict[str, frozenset[str]],
+    kinds: Collection[str] | None = None,
+) -> bool:
     """Whether a later turn's values (`values_of`) hold one the earlier turn's do not, of a
-    kind the earlier gives: "the preview server is on 5173 now, 3000 was taken" gives a
-    new port after "the preview server runs on 3000"; "see you at 7pm" after "dinner at
-    7pm" gives none."""
-    return any(kind in earlier and values - earlier[kind] for kind, values in later.items())
+    kind the earlier gives (and one of `kinds`, when given): "the preview server is on 5173
+    now, 3000 was taken" gives a new port after "the preview server runs on 3000"; "see you
+    at 7pm" after "dinner at 7pm" gives none; a window moved to another day gives no new
+    version number."""
+    return any(
+        kind in earlier and (kinds is None or kind in kinds) and values - earlier[kind]
+        for kind, values in later.items()
+    )
 
 
 # A replacement said outright: the value given up is named ("upgraded Python from 3.10 to
@@ -148,13 +187,37 @@ def names_a_replaced_value(replaced: Collection[str], earlier: str) -> bool:
 def shares_a_subject(later: str, earlier: str, asked: Collection[str]) -> bool:
     """Whether a later turn is about what an earlier one says, for a question whose terms
     have the stems `asked`: it names every word of the question the earlier names, or shares
-    another content word with it. Both were found for the question, so its words alone make
-    them look alike: "Kestrel moved the second interview" shares only "Kestrel" with "The
-    hiring manager at Kestrel is Sigrun", asked about Kestrel's hiring manager, and says
-    nothing of a hiring manager; "we moved the party to the boathouse" names the party that
-    "The party is at the library hall" names, asked where the party is; "the doctor changed my
-    cetirizine to loratadine" shares "cetirizine" with "I've been taking cetirizine", asked
-    what I am taking."""
-    new, old = content_stems(later), content_stems(earlier)
+    another content word with it (`subject_stems`). Both were found for the question, so its
+    words alone make them look alike: "Kestrel moved the second interview" shares only
+    "Kestrel" with "The hiring manager at Kestrel is Sigrun", asked about Kestrel's hiring
+    manager, and says nothing of a hiring manager; "we moved the party to the boathouse" names
+    the party that "The party is at the library hall" names, asked where the party is; "the
+    doctor changed my cetirizine to loratadine" shares "cetirizine" with "I've been taking
+    cetirizine", asked what I am taking."""
+    new, old = subject_stems(later), subject_stems(earlier)
     named = old & set(asked)
     return (bool(named) and named <= new) or bool((new & old) - set(asked))
+
+
+# Words that say a change happened are not what changed: "The dentist moved Leo's appointment
+# to 3pm" and "moving in spring" (asked "when do we move") are not about one thing for both
+# naming a move.
+_CHANGE_STEMS = frozenset(
+    light_stem(word)
+    for word in word_set(
+        """
+        change changed changes changing switch switched switches switching move moved moves
+        moving replace replaced replaces replacing upgrade upgraded upgrades upgrading downgrade
+        downgraded downgrading update updated updates updating cancel cancelled canceled
+        cancelling reschedule rescheduled rescheduling postpone postponed postponing push pushed
+        pushing swap swapped swapping migrate migrated migrating bump bumped shift shifted
+        shifting instead anymore longer
+        """
+    )
+)
+
+
+def subject_stems(text: str) -> set[str]:
+    """The content stems (`content_stems`) of `text` that can name what a change is about:
+    not the verbs and adverbs of change."""
+    return content_stems(text) - _CHANGE_STEMS

@@ -12,6 +12,7 @@ from smartsearch_mcp.output import format_recall, recall_output
 from smartsearch_mcp.pipeline.adjust.current import prefer_later_restatements
 from smartsearch_mcp.pipeline.render import passage_line
 from smartsearch_mcp.pipeline.updates import (
+    asked_value_kinds,
     asks_for_a_value,
     gives_a_new_value,
     names_a_replaced_value,
@@ -196,9 +197,69 @@ def test_a_new_value_counts_only_for_a_question_that_asks_for_one() -> None:
     final = item(2, "Settled: the opening is Thursday December 10.", 0.4, "c4", "2026-11-24T16:34")
     ranked = [first, final]
     kept = prefer_later_restatements(
-        ranked, SIMILAR, 0.45, needs_change=True, min_confidence=0.1, value_asked=False
+        ranked, SIMILAR, 0.45, needs_change=True, min_confidence=0.1, value_kinds=frozenset()
     )
     assert ids(kept) == [1, 2]
+
+
+def test_a_question_asks_for_values_of_its_kinds_only() -> None:
+    assert asked_value_kinds("When is the dentist?") >= {"date", "clock"}
+    assert asked_value_kinds("What time does the nightly job run?") >= {"clock", "date"}
+    assert asked_value_kinds("Which Postgres version are we upgrading to?") == {"number"}
+    assert asked_value_kinds("What's the launch budget?") >= {"amount"}
+    assert "date" not in asked_value_kinds("how much is the rent now")
+    assert asked_value_kinds("Who is writing the release notes?") == set()
+    window = values_of("Planning the Postgres 14 -> 16 upgrade. Window Saturday Nov 15, 22:00 UTC.",
+                       "2026-11-02T11:00")  # fmt: skip
+    moved = values_of("Moving the upgrade window to Sunday Nov 16, 06:00 UTC", "2026-11-12T15:34")
+    assert gives_a_new_value(moved, window)  # another day and time...
+    assert gives_a_new_value(moved, window, asked_value_kinds("When is the upgrade window?"))
+    # ...but no new version
+    assert not gives_a_new_value(moved, window, asked_value_kinds("Which version is it?"))
+
+
+def test_a_window_moved_is_no_new_version_asked_for() -> None:
+    plan = item(1, "Planning the Postgres 14 -> 16 upgrade. Window Saturday Nov 15, 22:00 UTC.",
+                0.9, "c1", "2026-11-02T11:00")  # fmt: skip
+    moved = item(2, "Shifting the upgrade window to Sunday Nov 16, 06:00 UTC, traffic is lowest",
+                 0.4, "c3", "2026-11-12T15:34")  # fmt: skip
+    asked = {"postgres", "version", "upgrad"}
+
+    def ranked(question: str) -> list[int]:
+        kept = prefer_later_restatements(
+            [plan, moved], SIMILAR, 0.45, needs_change=True, min_confidence=0.1, asked=asked,
+            value_kinds=asked_value_kinds(question),
+        )  # fmt: skip
+        return ids(kept)
+
+    assert ranked("Which Postgres version are we upgrading to?") == [1, 2]
+    assert ranked("When is the Postgres upgrade?") == [2, 1]
+
+
+def test_the_verb_of_a_change_is_not_what_changed() -> None:
+    moving = "We signed for the flat on Harbour Road, moving in spring."
+    moved = "The dentist moved Leo's appointment to 3pm."
+    assert not shares_a_subject(moved, moving, {"move"})  # asked "when do we move"
+    assert shares_a_subject("We move in May now, not spring: the flat on Harbour Road is late",
+                            moving, {"move"})  # fmt: skip
+
+
+def test_a_reply_carrying_out_a_request_does_not_supersede_it() -> None:
+    def said(turn_id: int, role: str, text: str, session: str, when: str) -> Scored:
+        passage = make_passage(turn_id, text, session_id=session, timestamp=when, role=role)
+        return Scored(Candidate(passage, 1.0), 1.0 - turn_id / 100, confidence=0.9)
+
+    moved = said(12, "assistant", "Moved the API to 8080 in settings.py.", "s2", "2026-11-09T14:30")
+    asked = said(27, "user", "jenkins grabbed 8080 on the build box, use 9090 for the api",
+                 "s4", "2026-11-23T16:40")  # fmt: skip
+    done = said(28, "assistant", "Changed the port from 8080 to 9090 in settings.py.", "s4",
+                "2026-11-23T16:41")  # fmt: skip
+    similar = [[1.0] * 3] * 3
+    out = prefer_later_restatements([moved, asked, done], similar, 0.45, needs_change=True)
+    by_id = {s.candidate.passage.turn.id: s.superseded_by for s in out}
+    assert by_id[12] == Successor(28, "2026-11-23T16:41")  # the port it gave was replaced
+    assert by_id[27] is None  # the request the change carried out was not
+    assert ids(out)[-1] == 12
 
 
 def test_the_structured_result_names_the_superseding_turn() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from smartsearch_mcp.pipeline.adjust.context import Context
 from smartsearch_mcp.pipeline.updates import (
-    asks_for_a_value,
+    asked_value_kinds,
     gives_a_new_value,
     names_a_replaced_value,
     replaced_values,
@@ -31,7 +31,7 @@ def prefer_later_restatements(
     same_speaker: bool = False,
     min_confidence: float = 0.5,
     asked: Collection[str] | None = None,
-    value_asked: bool = True,
+    value_kinds: Collection[str] | None = None,
 ) -> list[Scored]:
     """Current facts first: among the first `SUPERSEDE_WINDOW` passages, a turn said in a
     later session than a higher-ranked one about the same thing — similarity[i][j] (in the
@@ -42,8 +42,9 @@ def prefer_later_restatements(
     tight budget a long one into it: BEAM chats 7–9 −1.9 points at 1,500 tokens).
     With `needs_change` only a later turn that says something changed
     (`updates.states_a_change`) or gives a new value of a kind the earlier gives (another
-    date, amount, time or number: `updates.gives_a_new_value`; only when `value_asked`, the
-    question asks for a value: `updates.asks_for_a_value`) supersedes, and with
+    date, amount, time or number: `updates.gives_a_new_value`; with `value_kinds`, only of
+    a kind the question asks for, `updates.asked_value_kinds`, none when it asks for none:
+    a window moved to another day says nothing new of the version upgraded to), and with
     `same_speaker` only one said by the same person (speaker and role) as the earlier turn:
     people update their own statements, while a later turn of someone else on the topic is
     conversation.
@@ -80,6 +81,8 @@ def prefer_later_restatements(
 
     def _supersedes_in(items: Sequence[Scored], j: int, i: int, similar: float) -> bool:
         later, earlier = items[j], items[i]
+        if _replies_to(later, earlier):
+            return False
         gone = replaced_at(j)
         if gone:
             # said outright ("upgraded Python from 3.10 to 3.12"), by anyone, in any session,
@@ -95,7 +98,10 @@ def prefer_later_restatements(
                 return False
             if needs_change and not (
                 states_a_change(later.candidate.passage.turn.text)
-                or (value_asked and gives_a_new_value(values_at(j), values_at(i)))
+                or (
+                    (value_kinds is None or bool(value_kinds))
+                    and gives_a_new_value(values_at(j), values_at(i), value_kinds)
+                )
             ):
                 return False
         return asked is None or shares_a_subject(
@@ -133,6 +139,19 @@ def prefer_later_restatements(
         else dataclasses.replace(scored[k], score=scores[k], superseded_by=successors.get(k))
         for k in order
     ]
+
+
+def _replies_to(later: Scored, earlier: Scored) -> bool:
+    """Whether `later` is the turn right after `earlier` in its session, by the other side (an
+    assistant's reply to a user's turn, or the user's to the assistant's): a reply carrying out
+    a request ("Changed the port from 8080 to 9090" after "Jenkins grabbed 8080, use 9090")
+    agrees with it, it does not supersede it."""
+    new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
+    return (
+        (new.namespace, new.session_id) == (old.namespace, old.session_id)
+        and new.position == old.position + 1
+        and {new.role, old.role} == {"user", "assistant"}
+    )
 
 
 def _same_speaker(a: Scored, b: Scored) -> bool:
@@ -183,5 +202,5 @@ def current_facts(scored: list[Scored], context: Context) -> list[Scored]:
         rank.supersede_same_speaker,
         rank.supersede_confidence,
         asked={light_stem(term.term) for term in analysis.terms},
-        value_asked=asks_for_a_value(analysis.query),
+        value_kinds=asked_value_kinds(analysis.query),
     )
