@@ -181,6 +181,12 @@ def has_content_terms(terms: Iterable[WeightedTerm]) -> bool:
     )
 
 
+def names_only_a_time(analysis: QueryAnalysis) -> bool:
+    """Whether the question names nothing but a time: "today", "what did we do yesterday?"
+    (a name is a term too)."""
+    return analysis.time_range is not None and not has_content_terms(analysis.terms)
+
+
 def _is_drawn_out_filler(word: str) -> bool:
     return (
         word.isalpha()

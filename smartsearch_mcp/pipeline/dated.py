@@ -232,6 +232,20 @@ def inside_window(
     return None
 
 
+def chosen_inside(
+    passages: Sequence[Passage],
+    lowered: Sequence[str],
+    chosen: Sequence[int],
+    time_range: DateRange | None,
+) -> list[int]:
+    """The chosen passages (indices into `passages`) inside `time_range`, in the first
+    window that holds any of them (`inside_window`), for a question naming nothing but its
+    time: passages said at other times match nothing it asks, however alike the bi-encoder
+    finds them. None inside: none (recall then says nothing was said in or names that time)."""
+    dated = inside_window([passages[i] for i in chosen], [lowered[i] for i in chosen], time_range)
+    return [chosen[k] for k in dated.inside] if dated is not None else []
+
+
 def _may_be_inside(window: DateWindow, passages: Sequence[Passage], words: WordIndex) -> list[int]:
     """The passages `window.holds` may accept, ascending: said in the window, or where a
     relative date may name it (`_may_say_relatively`: near it, or at no time), or holding

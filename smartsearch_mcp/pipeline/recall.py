@@ -21,9 +21,9 @@ from smartsearch_mcp.config import Config
 from smartsearch_mcp.models import ModelRegistry
 from smartsearch_mcp.pipeline import lap, off_loop
 from smartsearch_mcp.pipeline.adjust import Context, adjust
-from smartsearch_mcp.pipeline.adjust.time_range import inside_only, names_only_a_time
-from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query
+from smartsearch_mcp.pipeline.analyze import QueryAnalysis, analyze_query, names_only_a_time
 from smartsearch_mcp.pipeline.corpus import ScopeCorpora
+from smartsearch_mcp.pipeline.dated import chosen_inside
 from smartsearch_mcp.pipeline.embeddings import Embeddings
 from smartsearch_mcp.pipeline.expand import expand_candidates
 from smartsearch_mcp.pipeline.explain import Tracer
@@ -205,8 +205,11 @@ class RecallPipeline:
         hops = [*found.hops, *hops]
         clock = lap(run.timings, "expand", clock)
 
-        if analysis.time_range is not None and names_only_a_time(analysis):
-            chosen = inside_only(candidates.corpus.passages, candidates.chosen, analysis.time_range)
+        if names_only_a_time(analysis):
+            corpus = candidates.corpus
+            chosen = chosen_inside(
+                corpus.passages, corpus.lowered, candidates.chosen, analysis.time_range
+            )
             candidates = dataclasses.replace(candidates, chosen=chosen)
         taken = candidates.take()
         scored, rankers, vectors = await self.scoring.rank(query, candidates, taken, run)

@@ -114,12 +114,6 @@ def asked_value_kinds(question: str) -> frozenset[str]:
     return kinds
 
 
-def asks_for_a_value(question: str) -> bool:
-    """Whether the question asks for a value (a date, amount, time, number): "When is the
-    recital?", "Which port is the preview server on?", "how much is the rent"."""
-    return bool(asked_value_kinds(question))
-
-
 def gives_a_new_value(
     later: dict[str, frozenset[str]],
     earlier: dict[str, frozenset[str]],

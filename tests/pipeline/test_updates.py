@@ -13,7 +13,6 @@ from smartsearch_mcp.pipeline.adjust.current import prefer_later_restatements
 from smartsearch_mcp.pipeline.render import passage_line
 from smartsearch_mcp.pipeline.updates import (
     asked_value_kinds,
-    asks_for_a_value,
     gives_a_new_value,
     names_a_replaced_value,
     replaced_values,
@@ -187,11 +186,11 @@ def test_the_superseded_passage_names_the_turn_that_replaced_it_whichever_ranks_
 
 
 def test_a_new_value_counts_only_for_a_question_that_asks_for_one() -> None:
-    assert asks_for_a_value("When is the opening?")
-    assert asks_for_a_value("What port does the web app listen on?")
-    assert asks_for_a_value("how much is the rent now")
-    assert not asks_for_a_value("Why did we drop Sendy?")
-    assert not asks_for_a_value("who is writing the catalogue essay")
+    assert asked_value_kinds("When is the opening?")
+    assert asked_value_kinds("What port does the web app listen on?")
+    assert asked_value_kinds("how much is the rent now")
+    assert not asked_value_kinds("Why did we drop Sendy?")
+    assert not asked_value_kinds("who is writing the catalogue essay")
     first = item(1, "Proposed opening date for the Harbour Gallery is Thursday November 19.", 0.9,
                  "c1", "2026-10-28T09:30")  # fmt: skip
     final = item(2, "Settled: the opening is Thursday December 10.", 0.4, "c4", "2026-11-24T16:34")

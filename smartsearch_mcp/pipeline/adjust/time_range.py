@@ -7,9 +7,8 @@ from collections.abc import Sequence
 
 from smartsearch_mcp.dates import DateRange
 from smartsearch_mcp.pipeline.adjust.context import Context
-from smartsearch_mcp.pipeline.analyze import QueryAnalysis, has_content_terms
 from smartsearch_mcp.pipeline.dated import windows_of
-from smartsearch_mcp.types import Passage, Scored
+from smartsearch_mcp.types import Scored
 
 
 def prefer_time_range(
@@ -59,22 +58,3 @@ def time_range(scored: list[Scored], context: Context) -> list[Scored]:
     if outside is not None:
         context.warnings.append(outside)
     return ranked
-
-
-def names_only_a_time(analysis: QueryAnalysis) -> bool:
-    """Whether the question names nothing but a time: "today", "what did we do yesterday?"
-    (a name is a term too)."""
-    return analysis.time_range is not None and not has_content_terms(analysis.terms)
-
-
-def inside_only(passages: Sequence[Passage], chosen: list[int], time_range: DateRange) -> list[int]:
-    """The chosen passages (indices into `passages`) inside `time_range` (said in it or naming
-    a date in it; for a day or month without a year, its last occurrence with any, else the
-    next: `dated.windows_of`), for a question naming nothing but its time: passages said at
-    other times match nothing it asks, however alike the bi-encoder finds them. None inside:
-    none (recall then says that nothing was said in or names that time)."""
-    for window in windows_of(time_range):
-        inside = [i for i in chosen if window.holds(passages[i])]
-        if inside:
-            return inside
-    return []
