@@ -44,6 +44,24 @@ def triplet_rows(pairs: Sequence[Pair], negatives: int) -> list[dict[str, Any]]:
     return rows
 
 
+def self_supervised_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """At most `--self-supervised-rows` rows of each `--self-supervised` set's conversations in
+    the run's fold (`training.self_pairs`), in the columns of `triplet_rows` and with the name
+    of their set."""
+    from training.self_pairs import build_rows
+
+    taken: dict[str, int] = {}
+    rows = []
+    for row in build_rows(Path(args.data), args.fold, args.self_supervised, args.seed):
+        if len(row.negatives) < args.negatives or taken.get(row.dataset, 0) >= args.self_rows:
+            continue
+        taken[row.dataset] = taken.get(row.dataset, 0) + 1
+        columns = {"question": row.query, "passage": row.positive}
+        columns |= {f"negative_{i + 1}": row.negatives[i] for i in range(args.negatives)}
+        rows.append(columns | {"dataset": row.dataset})
+    return rows
+
+
 def triplet_training_rows(
     args: argparse.Namespace,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
@@ -55,6 +73,12 @@ def triplet_training_rows(
     if not rows:
         sys.exit("no training rows: check --mined, --fold and --exclude")
     table = counts(pairs)
+    if args.self_supervised:
+        extra = self_supervised_rows(args)
+        rows += extra
+        for row in extra:
+            name = f"{row.pop('dataset')} (self-supervised)"
+            table.setdefault(name, {"rows": 0})["rows"] += 1
     for name, row in sorted(table.items()):
         log.info("%-12s %5d questions %6d positives %6d negatives", name, *row.values())
     return rows, table
@@ -97,6 +121,8 @@ def train(args: argparse.Namespace) -> Path:
         "base": Path(base).name if Path(base).exists() else base,
         "fold": args.fold,
         "excluded_sets": list(args.exclude),
+        "self_supervised_sets": list(args.self_supervised),
+        "self_supervised_rows_per_set": args.self_rows if args.self_supervised else 0,
         "rows": len(rows),
         "per_set": table,
         "negatives_per_row": args.negatives,

@@ -88,6 +88,8 @@ def train(args: argparse.Namespace) -> Path:
         "loss": "MultiVectorMultipleNegativesRankingLoss (hard and in-batch negatives)",
         "fold": args.fold,
         "excluded_sets": list(args.exclude),
+        "self_supervised_sets": list(args.self_supervised),
+        "self_supervised_rows_per_set": args.self_rows if args.self_supervised else 0,
         "rows": len(rows),
         "per_set": table,
         "negatives_per_row": args.negatives,

@@ -153,3 +153,27 @@ def test_an_untrained_colbert_is_saved_with_the_projection_a_trained_run_starts_
     assert json.loads((folders[0] / "training.json").read_text())["train_seconds"] == 0
     one, two = (load_scorer(str(folder)) for folder in folders)
     assert one("paris", TEXTS) == two("paris", TEXTS)
+
+
+def test_self_supervised_rows_of_the_fold_s_conversations_join_the_mined_ones(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    from training.train_colbert import main as train_colbert
+
+    mined = write_mined(tmp_path / "mined" / "sample")
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    runs = {}
+    for fold in ("A", "B"):  # the LoCoMo slice's one conversation is in half A
+        out = tmp_path / fold
+        train_colbert(["--mined", str(mined), "--fold", fold, "--out", str(out), "--base",
+                       str(tiny_models.sentence_transformer), "--negatives", "2",
+                       "--batch-size", "2", "--no-bf16", "--threads", "1", "--max-steps", "1",
+                       "--self-supervised", "locomo", "--self-rows", "3",
+                       "--data", str(fixtures)])  # fmt: skip
+        runs[fold] = json.loads((out / "model" / "training.json").read_text())
+
+    assert runs["A"]["per_set"]["locomo (self-supervised)"] == {"rows": 3}
+    assert runs["A"]["rows"] == 2 + 3
+    assert runs["A"]["self_supervised_sets"] == ["locomo"]
+    assert "locomo (self-supervised)" not in runs["B"]["per_set"]
+    assert runs["B"]["rows"] == 2
