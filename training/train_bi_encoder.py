@@ -72,15 +72,16 @@ def triplet_training_rows(
     rows = triplet_rows(pairs, args.negatives)
     if not rows:
         sys.exit("no training rows: check --mined, --fold and --exclude")
-    table = counts(pairs)
-    if args.self_supervised:
-        extra = self_supervised_rows(args)
-        rows += extra
-        for row in extra:
-            name = f"{row.pop('dataset')} (self-supervised)"
-            table.setdefault(name, {"rows": 0})["rows"] += 1
+    table: dict[str, dict[str, int]] = counts(pairs)
     for name, row in sorted(table.items()):
         log.info("%-12s %5d questions %6d positives %6d negatives", name, *row.values())
+    for row in self_supervised_rows(args) if args.self_supervised else []:
+        name = f"{row.pop('dataset')} (self-supervised)"
+        table.setdefault(name, {"rows": 0})["rows"] += 1
+        rows.append(row)
+    for name, row in sorted(table.items()):
+        if "rows" in row:
+            log.info("%-12s %5d rows", name, row["rows"])
     return rows, table
 
 
