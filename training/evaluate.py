@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from smartsearch_mcp.models.precision import native_bf16
 from training.pairs import MinedQuestion, in_fold, read_sets
 
 log = logging.getLogger("training")
@@ -30,9 +31,9 @@ Scorer = Callable[[str, list[str]], list[float]]
 
 def load_scorer(path: str) -> Scorer:
     """The ranker at `path`: an ONNX ranker folder (a cross-encoder or a ColBERT), a ColBERT
-    (MaxSim, bf16, loaded by the server's own `ColbertScorer`), a saved CrossEncoder (torch,
-    bf16), or a sentence-embedding model (a bi-encoder: cosine similarity of question and
-    passage)."""
+    (MaxSim, loaded by the server's own `ColbertScorer`), a saved CrossEncoder (torch), or a
+    sentence-embedding model (a bi-encoder: cosine similarity of question and passage); bf16
+    only on a CPU that computes it natively."""
     from smartsearch_mcp.models.onnx_ranker import manifest_kind
     from smartsearch_mcp.models.registry import ONNX_RANKERS
 
@@ -42,7 +43,7 @@ def load_scorer(path: str) -> Scorer:
     if is_colbert(Path(path)):
         from smartsearch_mcp.models import ColbertScorer, ModelLocation
 
-        colbert = ColbertScorer.load(ModelLocation(path, path, "directory"), precision="bf16")
+        colbert = ColbertScorer.load(ModelLocation(path, path, "directory"), precision="auto")
         return colbert.score
     import torch
 
@@ -63,7 +64,7 @@ def load_scorer(path: str) -> Scorer:
     model = CrossEncoder(path, device="cpu")
 
     def score(query: str, texts: list[str]) -> list[float]:
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=native_bf16()):
             logits = model.predict(
                 [(query, t) for t in texts],
                 batch_size=32,

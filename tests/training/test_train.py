@@ -177,3 +177,16 @@ def test_self_supervised_rows_of_the_fold_s_conversations_join_the_mined_ones(
     assert runs["A"]["self_supervised_sets"] == ["locomo"]
     assert "locomo (self-supervised)" not in runs["B"]["per_set"]
     assert runs["B"]["rows"] == 2
+
+
+def test_bf16_autocast_is_on_only_where_the_cpu_computes_bf16(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import training.train_cross_encoder as ce
+
+    base = ["--mined", "m", "--out", "o"]
+    for native in (True, False):
+        monkeypatch.setattr(ce, "native_bf16", lambda native=native: native)
+        assert ce.parse_args(base).bf16 is native
+        assert ce.parse_args([*base, "--bf16"]).bf16 is True
+        assert ce.parse_args([*base, "--no-bf16"]).bf16 is False
