@@ -1,8 +1,7 @@
-"""Self-supervised ranking rows from the conversations themselves, for a cross-encoder's
-interaction pre-training (see training/README.md).
+"""Self-supervised ranking rows from the conversations themselves (see training/README.md):
+the bi-encoder and the ColBERT trainers add them to the mined rows (`--self-supervised`).
 
-A cross-encoder started from a bi-encoder's body has to learn to read a question and a
-passage together; the gold-labelled questions of the shared sets are too few for that. The
+Gold-labelled questions are few and slow to mine, and some sets' are not mined at all; the
 conversations give many more rows, each (query, positive, hard negatives...):
 
 - **asked**: a turn that asks something ("...?") and the next turn by someone else, which
@@ -22,15 +21,26 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from smartsearch_mcp.bench import datasets
+from smartsearch_mcp.bench.datasets import Benchmark
 from smartsearch_mcp.pipeline.words import content_stems
 from training.pairs import FOLDS
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 MAX_WORDS = 120  # of a positive or negative: the rankers' passages are at most 160 words
+# Each set's bench loader and where the shared data folder keeps the set.
+LOADERS: dict[str, tuple[Callable[[Path], Benchmark], str]] = {
+    "locomo": (datasets.load_locomo_bench, "locomo"),
+    "beam": (datasets.load_beam_bench, "beam-100k"),
+    "memgallery": (datasets.load_memgallery_bench, "memgallery"),
+    "realmem": (datasets.load_realmem_bench, "realmem"),
+    "qmsum": (datasets.load_qmsum_bench, "qmsum"),
+    "friendsqa": (datasets.load_friendsqa_bench, "friendsqa/friendsqa_dev.json"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,26 +119,15 @@ def _queries(
     if len(sentences) >= 2 and len(line.text.split()) >= 16 and told:
         taken = rng.choice(told)
         rest = " ".join(s for i, s in enumerate(sentences) if i != taken)
-        shown = f"{line.speaker}: {rest}" if line.speaker else rest
-        yield "cloze", sentences[taken], shown, index
+        yield "cloze", sentences[taken], Line(line.speaker, rest).shown, index
 
 
 def fold_conversations(
     data: Path, fold: str, sets: Iterable[str]
 ) -> Iterator[tuple[str, list[Line]]]:
     """(set name, turns) of every conversation of `fold` in the shared data folder."""
-    from smartsearch_mcp.bench import datasets
-
-    loaders = {
-        "locomo": (datasets.load_locomo_bench, "locomo"),
-        "beam": (datasets.load_beam_bench, "beam-100k"),
-        "memgallery": (datasets.load_memgallery_bench, "memgallery"),
-        "realmem": (datasets.load_realmem_bench, "realmem"),
-        "qmsum": (datasets.load_qmsum_bench, "qmsum"),
-        "friendsqa": (datasets.load_friendsqa_bench, "friendsqa/friendsqa_dev.json"),
-    }
     for name in sets:
-        load, folder = loaders[name]
+        load, folder = LOADERS[name]
         for haystack in load(data / folder).haystacks:
             if fold != "all" and haystack.half not in FOLDS[fold]:
                 continue

@@ -44,16 +44,32 @@ def triplet_rows(pairs: Sequence[Pair], negatives: int) -> list[dict[str, Any]]:
     return rows
 
 
+def add_self_supervised_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the trainers that take self-supervised rows (`self_supervised_rows`)."""
+    from training.self_pairs import LOADERS
+
+    parser.add_argument(
+        "--self-supervised",
+        nargs="*",
+        default=[],
+        choices=tuple(LOADERS),
+        help="sets whose conversations (of the fold) add rows of their own (training.self_pairs)",
+    )
+    parser.add_argument("--self-rows", type=int, default=1000, help="at most N rows per set")
+    parser.add_argument("--data", default="../shared/data", help="the shared data folder")
+
+
 def self_supervised_rows(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """At most `--self-supervised-rows` rows of each `--self-supervised` set's conversations in
-    the run's fold (`training.self_pairs`), in the columns of `triplet_rows` and with the name
-    of their set."""
+    """At most `--self-rows` rows of each `--self-supervised` set's conversations in the run's
+    fold (`training.self_pairs`), each with `--negatives` hard negatives, in the columns of
+    `triplet_rows` and with the name of their set."""
     from training.self_pairs import build_rows
 
     taken: dict[str, int] = {}
     rows = []
-    for row in build_rows(Path(args.data), args.fold, args.self_supervised, args.seed):
-        if len(row.negatives) < args.negatives or taken.get(row.dataset, 0) >= args.self_rows:
+    data = Path(args.data)
+    for row in build_rows(data, args.fold, args.self_supervised, args.seed, args.negatives):
+        if taken.get(row.dataset, 0) >= args.self_rows:
             continue
         taken[row.dataset] = taken.get(row.dataset, 0) + 1
         columns = {"question": row.query, "passage": row.positive}
@@ -151,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--lr", type=float, default=2e-5)
+    add_self_supervised_options(parser)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     train(parser.parse_args(argv))
 

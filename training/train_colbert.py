@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from training.train_bi_encoder import triplet_training_rows
+from training.train_bi_encoder import add_self_supervised_options, triplet_training_rows
 from training.train_cross_encoder import minilm_path, run_parser, save_recipe, trainer_settings
 
 log = logging.getLogger("training")
@@ -114,6 +114,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         __doc__.split("\n\n")[0], "the model to start from (default all-MiniLM-L6-v2)"
     )
     parser.add_argument("--negatives", type=int, default=3, help="hard negatives per row")
+    add_self_supervised_options(parser)
     parser.add_argument(
         "--max-seq-length",
         type=int,

@@ -56,15 +56,6 @@ def run_parser(description: str, base_help: str) -> argparse.ArgumentParser:
     parser.set_defaults(bf16=native_bf16())
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument(
-        "--self-supervised",
-        nargs="*",
-        default=[],
-        choices=("locomo", "beam", "memgallery", "realmem", "qmsum", "friendsqa"),
-        help="sets whose conversations (of the fold) add rows of their own (training.self_pairs)",
-    )
-    parser.add_argument("--self-rows", type=int, default=1000, help="at most N rows per set")
-    parser.add_argument("--data", default="../shared/data", help="the shared data folder")
     return parser
 
 

@@ -4,6 +4,7 @@ conversation."""
 
 from __future__ import annotations
 
+import argparse
 import random
 from pathlib import Path
 
@@ -67,3 +68,17 @@ def test_only_the_conversations_of_the_fold_are_read() -> None:
     assert [name for name, _ in found] == ["locomo"]
     assert all(line.text for line in found[0][1])
     assert list(fold_conversations(FIXTURES, "B", ["locomo"])) == []
+
+
+def test_the_trainers_rows_carry_as_many_negatives_as_the_run_asks_for() -> None:
+    from training.train_bi_encoder import self_supervised_rows
+
+    for negatives in (2, 4):
+        args = argparse.Namespace(
+            data=str(FIXTURES), fold="A", self_supervised=["locomo"], seed=13,
+            negatives=negatives, self_rows=2,
+        )  # fmt: skip
+        rows = self_supervised_rows(args)
+        assert len(rows) == 2
+        assert {f"negative_{i}" for i in range(1, negatives + 1)} < set(rows[0])
+        assert f"negative_{negatives + 1}" not in rows[0]
