@@ -57,6 +57,9 @@ log = logging.getLogger(__name__)
 RUNTIME_ENV = "SMARTSEARCH_RUNTIME_DIR"
 MAX_LINE = 1_000_000  # bytes of one answer line we read
 MAX_REQUEST = 64_000  # bytes of one request line (a query is at most a few thousand words)
+# An over-long request is read on (and dropped) up to this many bytes before the error reply, so
+# that a client still sending gets the reply instead of a broken pipe; more, and it is closed.
+MAX_DRAINED = 4_000_000
 MAX_CONNECTIONS = 16  # answered at once; more are closed at once, so idle ones cannot pile up
 ACCEPT_RETRY_S = 0.5  # after the process runs out of descriptors (EMFILE), wait, then accept
 REQUEST_TIMEOUT_S = 10.0  # a client has this long to send its request
@@ -226,7 +229,12 @@ async def _answer(stream: SocketStream, memory: Memory, fingerprint: str) -> Non
             if not peer_is_this_user(stream.extra(anyio.abc.SocketAttribute.raw_socket)):
                 return
             with anyio.fail_after(REQUEST_TIMEOUT_S):
-                line = await _read_line(stream)
+                try:
+                    line = await _read_line(stream)
+                except RequestTooLong as too_long:
+                    if not too_long.ended:
+                        await _drain_line(stream)
+                    raise
             request = json.loads(line)
             if isinstance(request, dict) and request.get("op") == "capture":
                 reply = await _capture_reply(request, memory, fingerprint, send)
@@ -248,13 +256,35 @@ async def _answer(stream: SocketStream, memory: Memory, fingerprint: str) -> Non
 Sender = Callable[[dict[str, Any]], Awaitable[None]]
 
 
+class RequestTooLong(ValueError):
+    """A request line over MAX_REQUEST bytes; `ended` when its newline has been read."""
+
+    def __init__(self, ended: bool) -> None:
+        super().__init__(f"request over {MAX_REQUEST:,} bytes")
+        self.ended = ended
+
+
 async def _read_line(stream: SocketStream) -> bytes:
     data = b""
     while b"\n" not in data:
         data += await stream.receive()
         if len(data) > MAX_REQUEST:
-            raise ValueError(f"request over {MAX_REQUEST:,} bytes")
+            raise RequestTooLong(ended=b"\n" in data)
     return data.split(b"\n", 1)[0]
+
+
+async def _drain_line(stream: SocketStream) -> None:
+    """Read and drop the rest of an over-long request line, at most MAX_DRAINED bytes: a
+    client still sending it then reads the error reply rather than a broken pipe."""
+    import anyio
+
+    drained = 0
+    with contextlib.suppress(anyio.EndOfStream):  # the client is done sending: reply
+        while drained <= MAX_DRAINED:
+            chunk = await stream.receive()
+            if b"\n" in chunk:
+                return
+            drained += len(chunk)
 
 
 async def _recall_reply(request: Any, memory: Memory, fingerprint: str) -> dict[str, Any]:

@@ -397,6 +397,59 @@ async def test_a_stale_socket_file_is_replaced(tmp_path, runtime):
         await memory.close()
 
 
+def _exchange_in_parts(path: Path, parts: list[bytes], pause: float) -> dict[str, object]:
+    """`_exchange`, the request sent in `parts` with `pause` seconds between them."""
+    import time
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(str(path))
+        for part in parts:
+            sock.sendall(part)
+            time.sleep(pause)
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data)  # type: ignore[no-any-return]
+
+
+@pytest.mark.anyio
+async def test_a_request_too_long_gets_its_error_while_still_being_sent(
+    tmp_path, runtime, monkeypatch
+):
+    """The server reads past its bound before it replies: a client still sending the rest of
+    an over-long line gets the error, not a broken pipe (before, the connection was closed
+    under it), and one longer than it reads at all gets it at once, not at the request's
+    timeout."""
+    from smartsearch_mcp import recall_socket
+
+    config = Config.load(write_lexical_config(tmp_path))
+    db = tmp_path / "memory.db"
+    memory = await Memory.open(config, db, "default")
+    try:
+        async with _serving(memory, db, config) as (group, path):
+            half = b"[" * recall_socket.MAX_REQUEST
+            parts = [half, half, half + b"\n"]
+            reply = await anyio.to_thread.run_sync(_exchange_in_parts, path, parts, 0.3)
+            good = {"op": "recall", "config": config_fingerprint(config), "query": QUERY}
+            after = await anyio.to_thread.run_sync(
+                _exchange, path, json.dumps(good).encode() + b"\n"
+            )
+            monkeypatch.setattr(recall_socket, "MAX_DRAINED", 10_000)
+            endless = [b"[" * (recall_socket.MAX_REQUEST + 1), b"[" * 20_000]
+            with anyio.fail_after(recall_socket.REQUEST_TIMEOUT_S / 2):
+                cut = await anyio.to_thread.run_sync(_exchange_in_parts, path, endless, 0.3)
+            group.cancel_scope.cancel()
+    finally:
+        await memory.close()
+    assert reply["ok"] is False and "over" in str(reply["error"])
+    assert after["ok"] is True
+    assert cut["ok"] is False and "over" in str(cut["error"])  # not a timeout
+
+
 @pytest.mark.anyio
 async def test_hostile_clients_cannot_end_the_server(tmp_path, runtime, monkeypatch):
     """Deep nesting, a recall out of memory, the process out of descriptors and more idle
