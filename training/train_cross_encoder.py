@@ -140,6 +140,8 @@ def train(args: argparse.Namespace) -> Path:
     from sentence_transformers.cross_encoder.losses import BinaryCrossEntropyLoss, LambdaLoss
 
     torch.set_num_threads(args.threads)
+    if args.loss == "mnrl":
+        return train_ranking(args)
     questions = read_sets(args.mined, exclude=args.exclude)
     pairs = build_pairs(
         questions,
@@ -155,7 +157,7 @@ def train(args: argparse.Namespace) -> Path:
     table = counts(pairs)
     for name, row in sorted(table.items()):
         log.info("%-12s %5d questions %6d positives %6d negatives", name, *row.values())
-    base = args.base or minilm_path()
+    base = base_path(args.base)
     model = CrossEncoder(base, num_labels=1, max_length=args.max_length, device="cpu")
     positives = sum(pair.label > 0 for pair in pairs)
     pos_weight = (len(pairs) - positives) / positives if args.balance else None
@@ -203,11 +205,91 @@ def train(args: argparse.Namespace) -> Path:
     return save_recipe(final, recipe)
 
 
-def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = run_parser(
-        __doc__.split("\n\n")[0], "the BERT body to start from (default all-MiniLM-L6-v2)"
+def train_ranking(args: argparse.Namespace) -> Path:
+    """`--loss mnrl`: each row a question, a gold passage and `--negatives` hard negatives (and
+    any self-supervised rows), the logits of the row's passages and of other rows' passages
+    as in-batch negatives softmaxed together (the cross-encoder
+    `MultipleNegativesRankingLoss`): a ranking loss with no label prior to learn first."""
+    import torch
+    from datasets import Dataset
+    from sentence_transformers.cross_encoder import (
+        CrossEncoder,
+        CrossEncoderTrainer,
+        CrossEncoderTrainingArguments,
     )
-    parser.add_argument("--negatives", type=int, default=15)
+    from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
+
+    from training.train_bi_encoder import triplet_training_rows
+
+    rows, table = triplet_training_rows(args)
+    base = base_path(args.base)
+    torch.manual_seed(args.seed)  # the new head
+    model = CrossEncoder(base, num_labels=1, max_length=args.max_length, device="cpu")
+    loss = MultipleNegativesRankingLoss(
+        model, num_negatives=args.in_batch, scale=1.0, activation_fn=None
+    )
+    out = Path(args.out)
+    settings = trainer_settings(args, out, args.batch_size)
+    trainer = CrossEncoderTrainer(
+        model=model,
+        args=CrossEncoderTrainingArguments(**settings),
+        train_dataset=Dataset.from_list(rows),
+        loss=loss,
+    )
+    started = time.time()
+    trainer.train()
+    elapsed = time.time() - started
+    final = out / "model"
+    model.save_pretrained(str(final))
+    recipe = {
+        "base": Path(base).name if args.base is None else args.base,
+        "library": "sentence-transformers CrossEncoder",
+        "loss": "MultipleNegativesRankingLoss (hard and in-batch negatives, no activation)",
+        "fold": args.fold,
+        "excluded_sets": list(args.exclude),
+        "self_supervised_sets": list(args.self_supervised),
+        "self_supervised_rows_per_set": args.self_rows if args.self_supervised else 0,
+        "rows": len(rows),
+        "per_set": table,
+        "negatives_per_row": args.negatives,
+        "in_batch_negatives": args.in_batch,
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "learning_rate": args.lr,
+        "max_length": args.max_length,
+        "bf16": args.bf16,
+        "seed": args.seed,
+        "threads": args.threads,
+        "train_seconds": round(elapsed),
+    }
+    return save_recipe(final, recipe)
+
+
+def base_path(base: str | None) -> str:
+    """The folder of the BERT body to start from: all-MiniLM-L6-v2 when none is given, a
+    packaged SPLADE model's by its name (`splade-tiny`: a 2-layer BERT, 4.4M parameters,
+    distilled from MS MARCO rankers; its MLM head is dropped), else `base` itself."""
+    if base is None:
+        return minilm_path()
+    from smartsearch_mcp.models.splade import packaged_splade, resolve_splade
+
+    if packaged_splade(base) is not None:
+        return resolve_splade(base).path
+    return base
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    from training.train_bi_encoder import add_self_supervised_options
+
+    parser = run_parser(
+        __doc__.split("\n\n")[0],
+        "the BERT body to start from: a folder or splade-tiny (default all-MiniLM-L6-v2)",
+    )
+    parser.add_argument(
+        "--negatives",
+        type=int,
+        help="hard negatives per question (bce, lambda: 15) or row (mnrl: 3)",
+    )
     parser.add_argument("--max-positives", type=int, default=4)
     parser.add_argument("--epochs", type=float, default=1.0)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -215,13 +297,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-length", type=int, default=MAX_LENGTH)
     parser.add_argument(
         "--loss",
-        choices=("bce", "lambda"),
+        choices=("bce", "lambda", "mnrl"),
         default="bce",
-        help="bce: pointwise binary cross-entropy; lambda: listwise LambdaLoss per question",
+        help="bce: pointwise binary cross-entropy; lambda: listwise LambdaLoss per question; "
+        "mnrl: softmax over a gold passage, its hard negatives and in-batch ones",
     )
     parser.add_argument("--balance", action="store_true", help="weigh positives up to negatives")
     parser.add_argument("--limit", type=int, default=0, help="at most N pairs (a quick try)")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--in-batch", type=int, default=3, help="mnrl: other rows' passages per row as negatives"
+    )
+    add_self_supervised_options(parser)
+    args = parser.parse_args(argv)
+    if args.loss != "mnrl" and (args.self_supervised or args.in_batch != 3):
+        parser.error("--self-supervised and --in-batch need --loss mnrl")
+    if args.negatives is None:
+        args.negatives = 3 if args.loss == "mnrl" else 15
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -86,6 +86,47 @@ def test_the_listwise_loss_trains_on_each_question_s_passages_together(
     assert (recipe["loss"], recipe["pairs"]) == ("lambda", 12)
 
 
+def test_the_ranking_loss_trains_on_gold_hard_and_in_batch_negatives_with_self_rows(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    mined = write_mined(tmp_path / "mined" / "sample")
+    fixtures = Path(__file__).parents[1] / "fixtures"
+    out = tmp_path / "run"
+
+    main(["--mined", str(mined), "--fold", "A", "--out", str(out), "--base",
+          str(tiny_models.bert), "--loss", "mnrl", "--negatives", "2", "--in-batch", "1",
+          "--batch-size", "2", "--no-bf16", "--threads", "1", "--max-length", "32",
+          "--self-supervised", "locomo", "--self-rows", "3", "--data", str(fixtures)])  # fmt: skip
+
+    recipe = json.loads((out / "model" / "training.json").read_text())
+    assert (recipe["loss"].split()[0], recipe["rows"]) == ("MultipleNegativesRankingLoss", 2 + 3)
+    assert recipe["per_set"]["locomo (self-supervised)"] == {"rows": 3}
+    assert (recipe["negatives_per_row"], recipe["in_batch_negatives"]) == (2, 1)
+    scores = load_scorer(str(out / "model"))("what is the capital of france", TEXTS)
+    assert len(scores) == 3 and all(math.isfinite(s) for s in scores)
+
+
+def test_options_of_the_ranking_loss_are_refused_with_the_others() -> None:
+    import training.train_cross_encoder as ce
+
+    base = ["--mined", "m", "--out", "o"]
+    assert ce.parse_args(base).negatives == 15
+    assert ce.parse_args([*base, "--loss", "mnrl"]).negatives == 3
+    for extra in (["--self-supervised", "locomo"], ["--in-batch", "5"]):
+        with pytest.raises(SystemExit):
+            ce.parse_args([*base, *extra])
+
+
+def test_a_packaged_splade_body_is_found_by_its_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    import training.train_cross_encoder as ce
+    from smartsearch_mcp.models import splade
+
+    found = splade.ModelLocation("splade-tiny", "/somewhere/cognition/model", "package")
+    monkeypatch.setattr(splade, "resolve_splade", lambda name: found)
+    assert ce.base_path("splade-tiny") == "/somewhere/cognition/model"
+    assert ce.base_path("some/folder") == "some/folder"
+
+
 def test_the_bi_encoder_is_fine_tuned_on_questions_with_their_hard_negatives(
     tiny_models: TinyModels, tmp_path: Path
 ) -> None:
