@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import platform
 import shutil
 import tempfile
 import warnings
@@ -123,11 +122,11 @@ def int8_file(portable: bool = False, flags: frozenset[str] | None = None) -> st
     """The name of the int8 file to make (which says its weights' bits): 8-bit weights on a
     CPU whose int8 products do not saturate (x86 with VNNI, or not x86), else 7-bit, and
     7-bit when `portable` (a file made to ship)."""
-    from smartsearch_mcp.models.precision import cpu_flags
+    from smartsearch_mcp.models.precision import cpu_flags, is_x86
 
     if portable:
         return INT8_7BIT_FILE
-    if platform.machine().lower() not in ("x86_64", "amd64", "i386", "i686", "x86"):
+    if not is_x86():
         return INT8_FILE
     return INT8_FILE if (cpu_flags() if flags is None else flags) & VNNI_FLAGS else INT8_7BIT_FILE
 

@@ -37,9 +37,14 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str]:
     return frozenset()
 
 
+def is_x86() -> bool:
+    """Whether this is an x86 processor (whose /proc/cpuinfo flags the checks here read)."""
+    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
+
+
 def native_bf16(flags: frozenset[str] | None = None) -> bool:
     """Whether this CPU computes bf16 matrix products natively (x86 AVX-512 BF16 or AMX)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+    if not is_x86():
         return False
     return bool((cpu_flags() if flags is None else flags) & BF16_FLAGS)
 
