@@ -221,17 +221,7 @@ def test_a_runtime_directory_open_to_others_is_not_used(tmp_path, monkeypatch):
 
 
 def _exchange(path: Path, payload: bytes) -> dict[str, object]:
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(30)
-        sock.connect(str(path))
-        sock.sendall(payload)
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data)  # type: ignore[no-any-return]
+    return _exchange_in_parts(path, [payload], 0.0)
 
 
 @asynccontextmanager

@@ -101,6 +101,22 @@ def triplet_training_rows(
     return rows, table
 
 
+def rows_recipe(
+    args: argparse.Namespace, rows: Sequence[dict[str, Any]], table: dict[str, dict[str, int]]
+) -> dict[str, Any]:
+    """The recipe entries of a run on `triplet_training_rows`: its fold, the sets left out and
+    added self-supervised, the rows per set and the hard negatives per row."""
+    return {
+        "fold": args.fold,
+        "excluded_sets": list(args.exclude),
+        "self_supervised_sets": list(args.self_supervised),
+        "self_supervised_rows_per_set": args.self_rows if args.self_supervised else 0,
+        "rows": len(rows),
+        "per_set": table,
+        "negatives_per_row": args.negatives,
+    }
+
+
 def train(args: argparse.Namespace) -> Path:
     import torch
     from datasets import Dataset
@@ -136,13 +152,7 @@ def train(args: argparse.Namespace) -> Path:
     model.save_pretrained(str(final))
     recipe = {
         "base": Path(base).name if Path(base).exists() else base,
-        "fold": args.fold,
-        "excluded_sets": list(args.exclude),
-        "self_supervised_sets": list(args.self_supervised),
-        "self_supervised_rows_per_set": args.self_rows if args.self_supervised else 0,
-        "rows": len(rows),
-        "per_set": table,
-        "negatives_per_row": args.negatives,
+        **rows_recipe(args, rows, table),
         "train_max_seq_length": args.max_seq_length or served_length,
         "epochs": args.epochs,
         "batch_size": args.batch_size,

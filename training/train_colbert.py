@@ -24,7 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from training.train_bi_encoder import add_self_supervised_options, triplet_training_rows
+from training.train_bi_encoder import (
+    add_self_supervised_options,
+    rows_recipe,
+    triplet_training_rows,
+)
 from training.train_cross_encoder import minilm_path, run_parser, save_recipe, trainer_settings
 
 log = logging.getLogger("training")
@@ -86,13 +90,7 @@ def train(args: argparse.Namespace) -> Path:
         "library": "sentence-transformers MultiVectorEncoder",
         "projection_dim": model.get_embedding_dimension(),
         "loss": "MultiVectorMultipleNegativesRankingLoss (hard and in-batch negatives)",
-        "fold": args.fold,
-        "excluded_sets": list(args.exclude),
-        "self_supervised_sets": list(args.self_supervised),
-        "self_supervised_rows_per_set": args.self_rows if args.self_supervised else 0,
-        "rows": len(rows),
-        "per_set": table,
-        "negatives_per_row": args.negatives,
+        **rows_recipe(args, rows, table),
         "query_length": args.query_length,
         "train_document_length": args.max_seq_length,
         "served_document_length": args.served_length,

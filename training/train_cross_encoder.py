@@ -129,6 +129,16 @@ def trainer_settings(args: argparse.Namespace, out: Path, batch_size: int) -> di
     }
 
 
+def fit(trainer: Any, model: Any, out: Path) -> tuple[float, Path]:
+    """Train, then save the model in `out`/model; the seconds it took and that folder."""
+    started = time.time()
+    trainer.train()
+    elapsed = time.time() - started
+    final = out / "model"
+    model.save_pretrained(str(final))
+    return elapsed, final
+
+
 def train(args: argparse.Namespace) -> Path:
     import torch
     from datasets import Dataset
@@ -176,11 +186,7 @@ def train(args: argparse.Namespace) -> Path:
     out = Path(args.out)
     training_args = CrossEncoderTrainingArguments(**trainer_settings(args, out, batch_size))
     trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=dataset, loss=loss)
-    started = time.time()
-    trainer.train()
-    elapsed = time.time() - started
-    final = out / "model"
-    model.save_pretrained(str(final))
+    elapsed, final = fit(trainer, model, out)
     recipe = {
         "base": Path(base).name if Path(base).exists() else base,
         "fold": args.fold,
@@ -219,7 +225,7 @@ def train_ranking(args: argparse.Namespace) -> Path:
     )
     from sentence_transformers.cross_encoder.losses import MultipleNegativesRankingLoss
 
-    from training.train_bi_encoder import triplet_training_rows
+    from training.train_bi_encoder import rows_recipe, triplet_training_rows
 
     rows, table = triplet_training_rows(args)
     base = base_path(args.base)
@@ -236,22 +242,12 @@ def train_ranking(args: argparse.Namespace) -> Path:
         train_dataset=Dataset.from_list(rows),
         loss=loss,
     )
-    started = time.time()
-    trainer.train()
-    elapsed = time.time() - started
-    final = out / "model"
-    model.save_pretrained(str(final))
+    elapsed, final = fit(trainer, model, out)
     recipe = {
         "base": Path(base).name if args.base is None else args.base,
         "library": "sentence-transformers CrossEncoder",
         "loss": "MultipleNegativesRankingLoss (hard and in-batch negatives, no activation)",
-        "fold": args.fold,
-        "excluded_sets": list(args.exclude),
-        "self_supervised_sets": list(args.self_supervised),
-        "self_supervised_rows_per_set": args.self_rows if args.self_supervised else 0,
-        "rows": len(rows),
-        "per_set": table,
-        "negatives_per_row": args.negatives,
+        **rows_recipe(args, rows, table),
         "in_batch_negatives": args.in_batch,
         "epochs": args.epochs,
         "batch_size": args.batch_size,
