@@ -422,7 +422,7 @@ def _answering_server(db: Path, runtime: Path, passages: list[dict[str, Any]]) -
     """A stand-in for a running server of an earlier version on `db`, which answered
     recalls only: each recall with `passages`, any other request (the prompt hook's capture)
     as a bad one, as it did. Records the requests it gets."""
-    from smartsearch_mcp.recall_socket import socket_path
+    from smartsearch_mcp.recall_socket import _receive_line, socket_path
 
     path = socket_path(db, runtime=runtime)
     assert path is not None
@@ -442,13 +442,7 @@ def _answering_server(db: Path, runtime: Path, passages: list[dict[str, Any]]) -
                 continue
             with connection:
                 connection.settimeout(10)
-                data = b""
-                while not data.endswith(b"\n"):
-                    chunk = connection.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-                requests.append(json.loads(data))
+                requests.append(json.loads(_receive_line(connection.recv)))
                 reply: dict[str, Any] = {"ok": True, "pid": 1, "text": "", "json": {}}
                 reply["json"]["passages"] = passages
                 if requests[-1].get("op") != "recall":

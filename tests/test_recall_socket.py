@@ -30,6 +30,7 @@ from smartsearch_mcp.inject import choose_injection, injection_from_json, recall
 from smartsearch_mcp.memory import Memory
 from smartsearch_mcp.recall_socket import (
     RUNTIME_ENV,
+    _receive_line,
     capture_on_server,
     config_fingerprint,
     runtime_dir,
@@ -397,13 +398,7 @@ def _exchange_in_parts(path: Path, parts: list[bytes], pause: float) -> dict[str
         for part in parts:
             sock.sendall(part)
             time.sleep(pause)
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    return json.loads(data)  # type: ignore[no-any-return]
+        return json.loads(_receive_line(sock.recv))  # type: ignore[no-any-return]
 
 
 @pytest.mark.anyio

@@ -21,7 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from training.pairs import Pair, build_pairs, counts, read_sets
-from training.train_cross_encoder import minilm_path, run_parser, save_recipe, trainer_settings
+from training.train_cross_encoder import (
+    base_name,
+    minilm_path,
+    run_parser,
+    save_recipe,
+    trainer_settings,
+)
 
 log = logging.getLogger("training")
 
@@ -151,7 +157,7 @@ def train(args: argparse.Namespace) -> Path:
     model.max_seq_length = served_length
     model.save_pretrained(str(final))
     recipe = {
-        "base": Path(base).name if Path(base).exists() else base,
+        "base": base_name(args.base, base),
         **rows_recipe(args, rows, table),
         "train_max_seq_length": args.max_seq_length or served_length,
         "epochs": args.epochs,

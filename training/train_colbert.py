@@ -29,7 +29,13 @@ from training.train_bi_encoder import (
     rows_recipe,
     triplet_training_rows,
 )
-from training.train_cross_encoder import minilm_path, run_parser, save_recipe, trainer_settings
+from training.train_cross_encoder import (
+    base_name,
+    minilm_path,
+    run_parser,
+    save_recipe,
+    trainer_settings,
+)
 
 log = logging.getLogger("training")
 
@@ -86,7 +92,7 @@ def train(args: argparse.Namespace) -> Path:
     model[0].document_length = args.served_length
     model.save_pretrained(str(final))
     recipe = {
-        "base": Path(base).name if Path(base).exists() else base,
+        "base": base_name(args.base, base),
         "library": "sentence-transformers MultiVectorEncoder",
         "projection_dim": model.get_embedding_dimension(),
         "loss": "MultiVectorMultipleNegativesRankingLoss (hard and in-batch negatives)",

@@ -188,7 +188,7 @@ def train(args: argparse.Namespace) -> Path:
     trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=dataset, loss=loss)
     elapsed, final = fit(trainer, model, out)
     recipe = {
-        "base": Path(base).name if Path(base).exists() else base,
+        "base": base_name(args.base, base),
         "fold": args.fold,
         "excluded_sets": list(args.exclude),
         "sets": sorted(table),
@@ -244,7 +244,7 @@ def train_ranking(args: argparse.Namespace) -> Path:
     )
     elapsed, final = fit(trainer, model, out)
     recipe = {
-        "base": Path(base).name if args.base is None else args.base,
+        "base": base_name(args.base, base),
         "library": "sentence-transformers CrossEncoder",
         "loss": "MultipleNegativesRankingLoss (hard and in-batch negatives, no activation)",
         **rows_recipe(args, rows, table),
@@ -259,6 +259,14 @@ def train_ranking(args: argparse.Namespace) -> Path:
         "train_seconds": round(elapsed),
     }
     return save_recipe(final, recipe)
+
+
+def base_name(given: str | None, base: str) -> str:
+    """What a recipe records as the model a run started from: the `--base` given (a folder's
+    name, or a packaged model's), else the name of the default's folder `base`."""
+    if given is None:
+        return Path(base).name
+    return Path(given).name if Path(given).exists() else given
 
 
 def base_path(base: str | None) -> str:
@@ -301,14 +309,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--balance", action="store_true", help="weigh positives up to negatives")
     parser.add_argument("--limit", type=int, default=0, help="at most N pairs (a quick try)")
     parser.add_argument(
-        "--in-batch", type=int, default=3, help="mnrl: other rows' passages per row as negatives"
+        "--in-batch", type=int, help="mnrl: other rows' passages per row as negatives (3)"
     )
     add_self_supervised_options(parser)
     args = parser.parse_args(argv)
-    if args.loss != "mnrl" and (args.self_supervised or args.in_batch != 3):
+    if args.loss != "mnrl" and (args.self_supervised or args.in_batch is not None):
         parser.error("--self-supervised and --in-batch need --loss mnrl")
     if args.negatives is None:
         args.negatives = 3 if args.loss == "mnrl" else 15
+    if args.in_batch is None:
+        args.in_batch = 3
     return args
 
 
