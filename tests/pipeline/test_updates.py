@@ -339,3 +339,36 @@ def test_the_assistant_carrying_out_a_users_change_updates_what_the_user_said() 
         [asked, done], SIMILAR, 0.45, needs_change=True, same_speaker=True
     )
     assert ids(moved) == [2, 1]
+
+
+def test_an_update_is_of_the_turn_it_is_most_like_and_of_what_that_one_replaced() -> None:
+    # Asked "when do we move?": the check-up moved to another December day shares only the
+    # month with the flat's moving day; it is an update of the check-up, not of the move.
+    flat = item(1, "We got the flat on Mill Lane! Moving day is December 18.", 0.9, "s2",
+                "2026-11-08T10:00")  # fmt: skip
+    moved = item(2, "Dr. Ilves's clinic called: the cat's check-up moved to December 9.", 0.8,
+                 "s3", "2026-11-15T10:00")  # fmt: skip
+    checkup = item(3, "The cat's check-up is December 2 with Dr. Ilves.", 0.7, "s1",
+                   "2026-11-01T10:00")  # fmt: skip
+    similarity = [[1.0, 0.5, 0.3], [0.5, 1.0, 0.8], [0.3, 0.8, 1.0]]
+    asked = {"move"}
+    out = prefer_later_restatements(
+        [flat, moved, checkup], similarity, 0.45, needs_change=True, asked=asked
+    )
+    assert ids(out) == [1, 2, 3]
+    assert [s.superseded_by for s in out] == [None, None, Successor(2, "2026-11-15T10:00")]
+    # Without the check-up among the passages the flat is what it is most like.
+    alone = prefer_later_restatements([flat, moved], similarity, 0.45, needs_change=True,
+                                      asked=asked)  # fmt: skip
+    assert ids(alone) == [2, 1]
+    # A date moved twice: the last update is most like the one before it, and replaces what
+    # that one replaced too.
+    first = item(1, "Launch is set for March 3.", 0.9, "s1", "2026-02-01T10:00")
+    second = item(2, "Launch moved to March 10, the build failed.", 0.8, "s2", "2026-02-10T10:00")
+    third = item(3, "Launch pushed again, now March 17.", 0.7, "s3", "2026-02-20T10:00")
+    chain = [[1.0, 0.8, 0.7], [0.8, 1.0, 0.9], [0.7, 0.9, 1.0]]
+    out = prefer_later_restatements([first, second, third], chain, 0.45, needs_change=True)
+    assert ids(out)[0] == 3
+    assert {s.candidate.passage.turn.id: s.superseded_by for s in out}[1] == Successor(
+        3, "2026-02-20T10:00"
+    )

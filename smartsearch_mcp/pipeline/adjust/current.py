@@ -52,6 +52,10 @@ def prefer_later_restatements(
     the earlier says — name every word of the question the earlier names, or share another
     content word with it (`updates.shares_a_subject`): the question's own words make any two
     of its passages look alike.
+    A later turn updates only the earlier passage of the window it is most like (of
+    another session, by `similarity`), that passage's session, and what that passage
+    replaced in turn: a date moved twice replaces both earlier dates, and another date moved
+    in the same month is not the same thing.
     Each passage of the window that a later one supersedes says so (`Scored.superseded_by`:
     the latest such turn), whichever of the two ranks first.
     threshold <= 0 returns the input unchanged.
@@ -93,6 +97,14 @@ def prefer_later_restatements(
                 return False
         else:
             if not _supersedes(later, earlier, similar, threshold, min_confidence):
+                return False
+            # An update is of the turn it is most like, and of what that one replaced:
+            # "Leo's appointment moved to December 3" updates the dentist's date, not the
+            # moving day on December 20 it shares a month with.
+            alike = _most_alike(items, j, similarity)
+            if alike is not None and not (
+                _same_session(items[alike], earlier) or supersedes(alike, i)
+            ):
                 return False
             if same_speaker and not _same_speaker(later, earlier):
                 return False
@@ -141,6 +153,27 @@ def prefer_later_restatements(
     ]
 
 
+def _most_alike(items: Sequence[Scored], j: int, similarity: Any) -> int | None:
+    """The passage of the window (`similarity`'s rows) said before `items[j]`, in another
+    session, that it is most like; None when there is none."""
+    earlier = [
+        k
+        for k in range(min(len(items), len(similarity)))
+        if not _same_session(items[k], items[j]) and _said_at(items[k]) < _said_at(items[j])
+    ]
+    return max(earlier, key=lambda k: float(similarity[k][j]), default=None)
+
+
+def _said_at(item: Scored) -> tuple[str, int]:
+    turn = item.candidate.passage.turn
+    return (turn.timestamp or "", turn.id)
+
+
+def _same_session(a: Scored, b: Scored) -> bool:
+    first, second = a.candidate.passage.turn, b.candidate.passage.turn
+    return (first.namespace, first.session_id) == (second.namespace, second.session_id)
+
+
 def _replies_to(later: Scored, earlier: Scored) -> bool:
     """Whether `later` is the turn right after `earlier` in its session, by the other side (an
     assistant's reply to a user's turn, or the user's to the assistant's): a reply carrying out
@@ -168,11 +201,9 @@ def _supersedes(
     threshold: float,
     min_confidence: float,
 ) -> bool:
-    new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
     # Turns of one session follow each other on one topic: that is conversation, not an
     # update. A restatement comes back to the subject in a later session.
-    same_session = (new.namespace, new.session_id) == (old.namespace, old.session_id)
-    if same_session or not float(similarity) >= threshold:
+    if _same_session(later, earlier) or not float(similarity) >= threshold:
         return False
     return _later_and_sure(later, earlier, min_confidence)
 
@@ -180,8 +211,7 @@ def _supersedes(
 def _later_and_sure(later: Scored, earlier: Scored, min_confidence: float) -> bool:
     """Whether `later` was said after `earlier`, with at least `min_confidence` x its
     confidence."""
-    new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
-    if (new.timestamp or "", new.id) <= (old.timestamp or "", old.id):
+    if _said_at(later) <= _said_at(earlier):
         return False
     sure, than = later.confidence, earlier.confidence
     return sure is None or than is None or sure >= min_confidence * than
