@@ -55,7 +55,8 @@ def prefer_later_restatements(
     A later turn updates only the earlier passage of the window it is most like (of
     another session, by `similarity`), that passage's session, and what that passage
     replaced in turn: a date moved twice replaces both earlier dates, and another date moved
-    in the same month is not the same thing.
+    in the same month is not the same thing. (A replacement said outright names what it
+    replaced, and replaces it wherever it was said.)
     Each passage of the window that a later one supersedes says so (`Scored.superseded_by`:
     the latest such turn), whichever of the two ranks first.
     threshold <= 0 returns the input unchanged.
