@@ -134,18 +134,18 @@ def prefer_later_restatements(
             order[position], order[at] = j, i
             scores[i], scores[j] = scores[j], scores[i]
             break
-    successors: dict[int, Successor] = {}
+    latest: dict[int, int] = {}  # each superseded passage's latest successor
     for i in range(window):
         for j in range(window):
             if j == i or not supersedes(j, i):
                 continue
-            turn = scored[j].candidate.passage.turn
-            known = successors.get(i)
-            if known is None or (turn.timestamp or "", turn.id) > (
-                known.timestamp or "",
-                known.turn_id,
-            ):
-                successors[i] = Successor(turn.id, turn.timestamp)
+            if i not in latest or _said_at(scored[j]) > _said_at(scored[latest[i]]):
+                latest[i] = j
+    successors = {
+        i: Successor(turn.id, turn.timestamp)
+        for i, j in latest.items()
+        for turn in (scored[j].candidate.passage.turn,)
+    }
     return [
         scored[k]
         if scores[k] == scored[k].score and k not in successors
@@ -182,7 +182,7 @@ def _replies_to(later: Scored, earlier: Scored) -> bool:
     agrees with it, it does not supersede it."""
     new, old = later.candidate.passage.turn, earlier.candidate.passage.turn
     return (
-        (new.namespace, new.session_id) == (old.namespace, old.session_id)
+        _same_session(later, earlier)
         and new.position == old.position + 1
         and {new.role, old.role} == {"user", "assistant"}
     )
