@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from training.train_cross_encoder import (
     base_name,
     minilm_path,
     run_parser,
+    run_trainer,
     save_recipe,
     trainer_settings,
 )
@@ -151,8 +151,7 @@ def train(args: argparse.Namespace) -> Path:
     trainer = SentenceTransformerTrainer(
         model=model, args=training_args, train_dataset=dataset, loss=loss
     )
-    started = time.time()
-    trainer.train()
+    elapsed = run_trainer(trainer, args)
     final = out / "model"
     model.max_seq_length = served_length
     model.save_pretrained(str(final))
@@ -164,9 +163,9 @@ def train(args: argparse.Namespace) -> Path:
         "batch_size": args.batch_size,
         "learning_rate": args.lr,
         "seed": args.seed,
-        "train_seconds": round(time.time() - started),
+        "train_seconds": round(elapsed),
     }
-    return save_recipe(final, recipe)
+    return save_recipe(final, recipe, args)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

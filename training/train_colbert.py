@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from training.train_cross_encoder import (
     base_name,
     minilm_path,
     run_parser,
+    run_trainer,
     save_recipe,
     trainer_settings,
 )
@@ -74,7 +74,7 @@ def train(args: argparse.Namespace) -> Path:
     # longest text of the batch); the saved model reads `SERVED_DOCUMENT_LENGTH` tokens.
     model = colbert_from(base, query_length=args.query_length, document_length=args.max_seq_length)
     out = Path(args.out)
-    started = time.time()
+    elapsed = 0.0
     if args.max_steps != 0:
         loss = MultiVectorMultipleNegativesRankingLoss(model, scale=args.scale)
         settings = trainer_settings(args, out, args.batch_size)
@@ -86,8 +86,7 @@ def train(args: argparse.Namespace) -> Path:
             train_dataset=Dataset.from_list(rows),
             loss=loss,
         )
-        trainer.train()
-    elapsed = time.time() - started
+        elapsed = run_trainer(trainer, args)
     final = out / "model"
     model[0].document_length = args.served_length
     model.save_pretrained(str(final))
@@ -110,7 +109,7 @@ def train(args: argparse.Namespace) -> Path:
         "threads": args.threads,
         "train_seconds": round(elapsed),
     }
-    return save_recipe(final, recipe)
+    return save_recipe(final, recipe, args)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:

@@ -56,20 +56,39 @@ def run_parser(description: str, base_help: str) -> argparse.ArgumentParser:
     parser.set_defaults(bf16=native_bf16())
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--save-steps",
+        type=int,
+        default=50,
+        help="keep a checkpoint every N steps in OUT/checkpoints (0: none)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="go on from the last checkpoint in OUT/checkpoints (same options as the first run)",
+    )
     return parser
 
 
-def save_recipe(final: Path, recipe: dict[str, Any]) -> Path:
-    """Write `recipe` as training.json beside the trained model in `final`, and say so."""
+def save_recipe(final: Path, recipe: dict[str, Any], args: argparse.Namespace) -> Path:
+    """Write `recipe` as training.json beside the trained model in `final`, and say so. A run
+    that went on from a checkpoint says so: its `train_seconds` are only its own."""
+    if args.resume:
+        recipe["resumed_from_checkpoint"] = True
     (final / "training.json").write_text(json.dumps(recipe, indent=1), encoding="utf-8")
     log.info("trained in %s s: %s", recipe.get("train_seconds"), final)
     return final
 
 
-def length_bucket_sampler(pool_batches: int = 64) -> Any:
-    """A batch sampler class for the trainer: shuffled, then each pool of `pool_batches`
-    batches sorted by text length and cut into batches, the batches shuffled again: padding
-    within a batch stays small, and batches still mix questions and sets."""
+POOL_BATCHES = 64  # batches sorted by length together
+
+
+def length_bucket_batches(dataset: Any, **kwargs: Any) -> Any:
+    """The trainer's batch sampler: shuffled, then each pool of `POOL_BATCHES` batches sorted
+    by text length and cut into batches, the batches shuffled again: padding within a batch
+    stays small, and batches still mix questions and sets. A module-level function, so the
+    training arguments a checkpoint pickles name it (a class made in a function would not
+    pickle)."""
     from sentence_transformers.base.sampler import DefaultBatchSampler
 
     class LengthBucketBatchSampler(DefaultBatchSampler):
@@ -93,7 +112,7 @@ def length_bucket_sampler(pool_batches: int = 64) -> Any:
             rng = random.Random(self.seed + self.epoch)
             order = list(range(len(self.lengths)))
             rng.shuffle(order)
-            pool = self.batch_size * pool_batches
+            pool = self.batch_size * POOL_BATCHES
             batches = []
             for start in range(0, len(order), pool):
                 chunk = sorted(order[start : start + pool], key=self.lengths.__getitem__)
@@ -105,12 +124,16 @@ def length_bucket_sampler(pool_batches: int = 64) -> Any:
             rng.shuffle(batches)
             yield from batches
 
-    return LengthBucketBatchSampler
+    return LengthBucketBatchSampler(dataset, **kwargs)
 
 
 def trainer_settings(args: argparse.Namespace, out: Path, batch_size: int) -> dict[str, Any]:
-    """The training arguments both trainers share: CPU, bf16 autocast if asked for, no
-    checkpoints, length-bucketed batches, a tenth of the steps warming up."""
+    """The training arguments every trainer shares: CPU, bf16 autocast if asked for, the last
+    two checkpoints kept every `--save-steps` steps, length-bucketed batches, a tenth of the
+    steps warming up."""
+    saving: dict[str, Any] = {"save_strategy": "no"}
+    if args.save_steps > 0:
+        saving = {"save_strategy": "steps", "save_steps": args.save_steps, "save_total_limit": 2}
     return {
         "output_dir": str(out / "checkpoints"),
         "num_train_epochs": args.epochs,
@@ -121,19 +144,40 @@ def trainer_settings(args: argparse.Namespace, out: Path, batch_size: int) -> di
         "bf16": args.bf16,
         "use_cpu": True,
         "logging_steps": 50,
-        "save_strategy": "no",
+        **saving,
         "report_to": "none",
         "seed": args.seed,
         "dataloader_num_workers": 0,
-        "batch_sampler": length_bucket_sampler(),
+        "batch_sampler": length_bucket_batches,
     }
 
 
-def fit(trainer: Any, model: Any, out: Path) -> tuple[float, Path]:
-    """Train, then save the model in `out`/model; the seconds it took and that folder."""
+def last_checkpoint(args: argparse.Namespace) -> str | None:
+    """With `--resume`, the newest checkpoint in OUT/checkpoints (the run stops with a clear
+    message when there is none); without it, None: training starts from the base model."""
+    if not args.resume:
+        return None
+    from transformers.trainer_utils import get_last_checkpoint
+
+    folder = Path(args.out) / "checkpoints"
+    found = get_last_checkpoint(str(folder)) if folder.is_dir() else None
+    if found is None:
+        sys.exit(f"--resume: no checkpoint in {folder} (a run keeps one every --save-steps)")
+    log.info("resuming from %s", found)
+    return str(found)
+
+
+def run_trainer(trainer: Any, args: argparse.Namespace) -> float:
+    """Train, from the last checkpoint with `--resume`; the seconds this run took."""
     started = time.time()
-    trainer.train()
-    elapsed = time.time() - started
+    trainer.train(resume_from_checkpoint=last_checkpoint(args))
+    return time.time() - started
+
+
+def fit(trainer: Any, model: Any, args: argparse.Namespace) -> tuple[float, Path]:
+    """Train, then save the model in OUT/model; the seconds it took and that folder."""
+    elapsed = run_trainer(trainer, args)
+    out = Path(args.out)
     final = out / "model"
     model.save_pretrained(str(final))
     return elapsed, final
@@ -186,7 +230,7 @@ def train(args: argparse.Namespace) -> Path:
     out = Path(args.out)
     training_args = CrossEncoderTrainingArguments(**trainer_settings(args, out, batch_size))
     trainer = CrossEncoderTrainer(model=model, args=training_args, train_dataset=dataset, loss=loss)
-    elapsed, final = fit(trainer, model, out)
+    elapsed, final = fit(trainer, model, args)
     recipe = {
         "base": base_name(args.base, base),
         "fold": args.fold,
@@ -208,7 +252,7 @@ def train(args: argparse.Namespace) -> Path:
         "train_seconds": round(elapsed),
         "threads": args.threads,
     }
-    return save_recipe(final, recipe)
+    return save_recipe(final, recipe, args)
 
 
 def train_ranking(args: argparse.Namespace) -> Path:
@@ -242,7 +286,7 @@ def train_ranking(args: argparse.Namespace) -> Path:
         train_dataset=Dataset.from_list(rows),
         loss=loss,
     )
-    elapsed, final = fit(trainer, model, out)
+    elapsed, final = fit(trainer, model, args)
     recipe = {
         "base": base_name(args.base, base),
         "library": "sentence-transformers CrossEncoder",
@@ -258,7 +302,7 @@ def train_ranking(args: argparse.Namespace) -> Path:
         "threads": args.threads,
         "train_seconds": round(elapsed),
     }
-    return save_recipe(final, recipe)
+    return save_recipe(final, recipe, args)
 
 
 def base_name(given: str | None, base: str) -> str:

@@ -231,3 +231,57 @@ def test_bf16_autocast_is_on_only_where_the_cpu_computes_bf16(
         assert ce.parse_args(base).bf16 is native
         assert ce.parse_args([*base, "--bf16"]).bf16 is True
         assert ce.parse_args([*base, "--no-bf16"]).bf16 is False
+
+
+def test_a_run_resumed_from_its_checkpoint_ends_with_the_model_of_a_run_never_stopped(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    import shutil
+
+    from training.train_colbert import main as train_colbert
+
+    mined = write_mined(tmp_path / "mined" / "sample")
+    fixtures = Path(__file__).parents[1] / "fixtures"
+
+    def run(out: Path, *extra: str) -> None:
+        train_colbert(["--mined", str(mined), "--out", str(out), "--base",
+                       str(tiny_models.sentence_transformer), "--negatives", "2",
+                       "--batch-size", "2", "--no-bf16", "--threads", "1", "--max-steps", "3",
+                       "--save-steps", "1", "--self-supervised", "locomo", "--self-rows", "3",
+                       "--data", str(fixtures), *extra])  # fmt: skip
+
+    whole = tmp_path / "whole"
+    run(whole)
+    kept = sorted(p.name for p in (whole / "checkpoints").iterdir())
+    assert kept == ["checkpoint-2", "checkpoint-3"]  # the last two
+    stopped = tmp_path / "stopped"  # as if stopped right after step 2 was saved
+    shutil.copytree(
+        whole / "checkpoints" / "checkpoint-2", stopped / "checkpoints" / "checkpoint-2"
+    )
+    run(stopped, "--resume")
+
+    recipe = json.loads((stopped / "model" / "training.json").read_text())
+    assert recipe["resumed_from_checkpoint"] is True
+    question = "what is the capital of france"
+    resumed, never_stopped = (
+        load_scorer(str(o / "model"))(question, TEXTS) for o in (stopped, whole)
+    )
+    assert resumed == pytest.approx(never_stopped, abs=1e-5)
+    untrained = tmp_path / "untrained"
+    run(untrained, "--max-steps", "0")
+    assert load_scorer(str(untrained / "model"))(question, TEXTS) != pytest.approx(
+        never_stopped, abs=1e-5
+    )  # the three steps changed the model, so the comparison above can fail
+
+
+def test_resume_without_a_checkpoint_stops_with_a_clear_message(
+    tiny_models: TinyModels, tmp_path: Path
+) -> None:
+    from training.train_colbert import main as train_colbert
+
+    mined = write_mined(tmp_path / "mined" / "sample")
+    with pytest.raises(SystemExit, match="no checkpoint in"):
+        train_colbert(["--mined", str(mined), "--out", str(tmp_path / "new"), "--base",
+                       str(tiny_models.sentence_transformer), "--negatives", "2",
+                       "--resume"])  # fmt: skip
+    assert not (tmp_path / "new" / "model").exists()
