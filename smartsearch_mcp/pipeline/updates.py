@@ -165,14 +165,25 @@ def replaced_values(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def clauses_naming(replaced: Collection[str], earlier: str) -> list[str]:
+    """The clauses of the earlier turn (split at sentence ends, commas and "and", "but",
+    "while") that give one of the `replaced` values (`names_a_replaced_value`)."""
+    parts = re.split(r"(?<=[.!?;])\s+|\n+|,\s+|\s+(?:and|but|while)\s+", earlier)
+    return [part for part in parts if names_a_replaced_value(replaced, part)]
+
+
 def names_a_replaced_value(replaced: Collection[str], earlier: str) -> bool:
     """Whether the earlier turn gives one of the values a later turn says were replaced
     (`replaced_values`): "upgraded Python from 3.10 to 3.12" after "pin python 3.10 in the
     Dockerfile"; "Replaced `moment` with `date-fns`" after "format the dates with moment". A
-    number is named only as a whole ("10" is not in "2026-11-10" or "v10.2")."""
+    number is named only as a whole ("10" is not in "2026-11-10" or "v10.2"); a name also as
+    a part of a path or URL ("acme-raw-data" in "s3://acme-raw-data/orders/")."""
     old_text = earlier.replace("`", "").lower()
     for value in replaced:
-        named = re.compile(rf"(?<![\w./:-]){re.escape(value)}(?![\w/-]|[.:]\w)")
+        if any(char.isalpha() for char in value):
+            named = re.compile(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\w)")
+        else:
+            named = re.compile(rf"(?<![\w./:-]){re.escape(value)}(?![\w/-]|[.:]\w)")
         if named.search(old_text):
             return True
     return False
@@ -191,6 +202,23 @@ def shares_a_subject(later: str, earlier: str, asked: Collection[str]) -> bool:
     new, old = subject_stems(later), subject_stems(earlier)
     named = old & set(asked)
     return (bool(named) and named <= new) or bool((new & old) - set(asked))
+
+
+def word_part_stems(text: str) -> set[str]:
+    """The stems of every word of `text`, identifiers split at their punctuation too:
+    "`s3://acme-raw-data/orders`" names "s3", "raw", "data" and "order"."""
+    return {light_stem(word) for word in re.findall(r"[^\W_]+", text.lower())}
+
+
+def keeps_to_what_was_asked(later: str, earlier: str, asked: Collection[str]) -> bool:
+    """Whether `later` names one of the question's words (stems `asked`, found in
+    identifiers too: `word_part_stems`) that `earlier` names, or `earlier` names none: a
+    turn that says several things is updated, for a question, only in what the question
+    asks about. "The backup cron is now `30 2 * * *`" updates "`backup.sh` copies the
+    uploads to `gs://snap-eu/app`, cron `0 1 * * *`" when asked when the backup runs, not
+    when asked which GS bucket holds the snapshots."""
+    named = word_part_stems(earlier) & set(asked)
+    return not named or bool(named & word_part_stems(later))
 
 
 # Words that say a change happened are not what changed: "The dentist moved Leo's appointment

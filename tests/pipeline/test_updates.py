@@ -14,6 +14,7 @@ from smartsearch_mcp.pipeline.render import passage_line
 from smartsearch_mcp.pipeline.updates import (
     asked_value_kinds,
     gives_a_new_value,
+    keeps_to_what_was_asked,
     names_a_replaced_value,
     replaced_values,
     shares_a_subject,
@@ -372,3 +373,40 @@ def test_an_update_is_of_the_turn_it_is_most_like_and_of_what_that_one_replaced(
     assert {s.candidate.passage.turn.id: s.superseded_by for s in out}[1] == Successor(
         3, "2026-02-20T10:00"
     )
+
+
+def test_a_turn_that_says_several_things_is_updated_only_in_what_the_question_asks() -> None:
+    job = item(1, "`backup.sh` copies the uploads to `gs://snap-eu/app`, cron `0 1 * * *`.",
+               0.9, "s1", "2026-03-02T10:00")  # fmt: skip
+    cron = item(2, "The backup cron is now `30 2 * * *`.", 0.8, "s2", "2026-03-09T10:00")
+    bucket = "Which GS bucket holds the snapshots?"
+    assert not keeps_to_what_was_asked(cron_text := cron.candidate.passage.text,
+                                       job.candidate.passage.text, {"gs", "bucket"})  # fmt: skip
+    assert keeps_to_what_was_asked(cron_text, job.candidate.passage.text, {"backup", "run"})
+
+    def ranked(question: str, asked: set[str], *items: Scored) -> list[int]:
+        return ids(prefer_later_restatements(
+            list(items), SIMILAR, 0.45, needs_change=True, min_confidence=0.1, asked=asked,
+            value_kinds=asked_value_kinds(question)))  # fmt: skip
+
+    assert ranked(bucket, {"gs", "bucket", "hold", "snapshot"}, job, cron) == [1, 2]
+    assert ranked("When does the backup run?", {"backup", "run"}, job, cron) == [2, 1]
+    # a new value of the kind asked for is what was asked, named or not
+    moved = item(2, "Moved it to `30 2 * * *`, the uploads land late.", 0.8, "s2",
+                 "2026-03-09T10:00")  # fmt: skip
+    assert ranked("What time does the nightly copy start?", {"nightly", "copy", "start"},
+                  job, moved) == [2, 1]  # fmt: skip
+
+
+def test_a_value_replaced_outright_is_named_inside_a_path_and_only_in_its_clause() -> None:
+    assert names_a_replaced_value({"snap-in"}, "reads `gs://snap-in/daily/*.json`")
+    assert not names_a_replaced_value({"snap"}, "reads `gs://snap-in/daily/*.json`")
+    assert not names_a_replaced_value({"80"}, "served on http://localhost:8080/api")  # a number
+    job = item(1, "`sync.py` reads `gs://snap-in/` with pandas, and writes `gs://snap-out/`.",
+               0.9, "s1", "2026-03-02T10:00")  # fmt: skip
+    replaced = item(2, "Replaced `snap-in` with `snap-inbox` in `sync.env`.", 0.8, "s2",
+                    "2026-03-09T10:00")  # fmt: skip
+    for asked, order in (({"bucket", "read"}, [2, 1]), ({"bucket", "write"}, [1, 2])):
+        out = prefer_later_restatements([job, replaced], SIMILAR, 0.45, needs_change=True,
+                                        min_confidence=0.1, asked=asked)  # fmt: skip
+        assert ids(out) == order, asked

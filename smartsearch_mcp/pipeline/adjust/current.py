@@ -10,7 +10,9 @@ from typing import Any
 from smartsearch_mcp.pipeline.adjust.context import Context
 from smartsearch_mcp.pipeline.updates import (
     asked_value_kinds,
+    clauses_naming,
     gives_a_new_value,
+    keeps_to_what_was_asked,
     names_a_replaced_value,
     replaced_values,
     shares_a_subject,
@@ -92,7 +94,16 @@ def prefer_later_restatements(
         if gone:
             # said outright ("upgraded Python from 3.10 to 3.12"), by anyone, in any session,
             # and only of a turn that gives what was replaced
-            if not names_a_replaced_value(gone, earlier.candidate.passage.text):
+            old_text = earlier.candidate.passage.text
+            if not names_a_replaced_value(gone, old_text):
+                return False
+            # ...for a question about what the earlier gave there: the clause with the
+            # replaced value names a word of the question the earlier names (a job that
+            # "reads gs://snap-in/ with pandas and writes gs://snap-out/" writes where it did
+            # when the bucket it reads is replaced)
+            if asked is not None and not keeps_to_what_was_asked(
+                " ".join(clauses_naming(gone, old_text)), old_text, asked
+            ):
                 return False
             if not _later_and_sure(later, earlier, min_confidence):
                 return False
@@ -109,12 +120,20 @@ def prefer_later_restatements(
                 return False
             if same_speaker and not _same_speaker(later, earlier):
                 return False
+            new_value = (value_kinds is None or bool(value_kinds)) and gives_a_new_value(
+                values_at(j), values_at(i), value_kinds
+            )
             if needs_change and not (
-                states_a_change(later.candidate.passage.turn.text)
-                or (
-                    (value_kinds is None or bool(value_kinds))
-                    and gives_a_new_value(values_at(j), values_at(i), value_kinds)
-                )
+                new_value or states_a_change(later.candidate.passage.turn.text)
+            ):
+                return False
+            # A turn that says several things is updated, for a question, only in what the
+            # question asks about: a new value of the kind it asks for, or what the later
+            # turn names of the question's words ("Crontab is now ..." is no update of a
+            # loader's description, asked which bucket it reads)
+            asked_for = bool(value_kinds) and new_value
+            if not (asked is None or asked_for) and not keeps_to_what_was_asked(
+                later.candidate.passage.text, earlier.candidate.passage.text, asked
             ):
                 return False
         return asked is None or shares_a_subject(
