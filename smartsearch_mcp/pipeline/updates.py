@@ -177,7 +177,7 @@ def names_a_replaced_value(replaced: Collection[str], earlier: str) -> bool:
     (`replaced_values`): "upgraded Python from 3.10 to 3.12" after "pin python 3.10 in the
     Dockerfile"; "Replaced `moment` with `date-fns`" after "format the dates with moment". A
     number is named only as a whole ("10" is not in "2026-11-10" or "v10.2"); a name also as
-    a part of a path or URL ("acme-raw-data" in "s3://acme-raw-data/orders/")."""
+    a part of a path or URL ("snap-in" in "gs://snap-in/daily/")."""
     old_text = earlier.replace("`", "").lower()
     for value in replaced:
         if any(char.isalpha() for char in value):
@@ -206,7 +206,7 @@ def shares_a_subject(later: str, earlier: str, asked: Collection[str]) -> bool:
 
 def word_part_stems(text: str) -> set[str]:
     """The stems of every word of `text`, identifiers split at their punctuation too:
-    "`s3://acme-raw-data/orders`" names "s3", "raw", "data" and "order"."""
+    "`gs://snap-in/daily_dumps`" names "gs", "snap", "in", "daily" and "dump"."""
     return {light_stem(word) for word in re.findall(r"[^\W_]+", text.lower())}
 
 

@@ -128,9 +128,9 @@ def prefer_later_restatements(
             ):
                 return False
             # A turn that says several things is updated, for a question, only in what the
-            # question asks about: a new value of the kind it asks for, or what the later
-            # turn names of the question's words ("Crontab is now ..." is no update of a
-            # loader's description, asked which bucket it reads)
+            # question asks about: a new value of the kind it asks for, or one of the
+            # question's words the earlier names ("the backup cron is now 02:30" is no update
+            # of the backup job's description, asked which bucket the job writes to)
             asked_for = bool(value_kinds) and new_value
             if not (asked is None or asked_for) and not keeps_to_what_was_asked(
                 later.candidate.passage.text, earlier.candidate.passage.text, asked
