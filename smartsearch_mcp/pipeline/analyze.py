@@ -21,6 +21,7 @@ from smartsearch_mcp.pipeline.words import (
     CALENDAR_WORDS,
     CONTRACTION_RE,
     GO_ON_WORDS,
+    NEWS_WORDS,
     REQUEST_VERBS,
     STOPWORDS,
     WORD_RE,
@@ -168,13 +169,14 @@ def analyze_query(query: str, nlp: Any | None, reference: datetime | None = None
 def has_content_terms(terms: Iterable[WeightedTerm]) -> bool:
     """True when some term is more than a filler: interjections spelled long ("hmmm",
     "ahhh", "zzz": one or two letters, one of them repeated three times), a request verb
-    with nothing to request ("remind me", "show"), a prompt to carry on ("go", "continue")
-    and a number of one or two digits alone (an option picked or a vote: "2", "+1") say
-    nothing."""
+    with nothing to request ("remind me", "show"), a prompt to carry on ("go", "continue"),
+    a word asking what is new ("any updates?", "what's new") and a number of one or two
+    digits alone (an option picked or a vote: "2", "+1") say nothing."""
     return any(
         not _is_drawn_out_filler(term.term)
         and term.term not in REQUEST_VERBS
         and term.term not in GO_ON_WORDS
+        and term.term not in NEWS_WORDS
         and not (term.term.isdigit() and len(term.term) <= 2)
         for term in terms
         if term.kind != "variant"

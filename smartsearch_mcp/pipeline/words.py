@@ -54,6 +54,9 @@ REQUEST_VERBS = word_set(
 # Prompts that tell an agent to carry on ("go", "continue", "lgtm") ask for nothing: alone they
 # are no search (a word of a longer question still is).
 GO_ON_WORDS = word_set("go ahead continue proceed resume retry lgtm")
+# Words that ask what is new ("any updates?", "what's new", "status?") name no topic: alone
+# they are no search either (what they ask for is the latest turns: the timeline).
+NEWS_WORDS = word_set("new news update updates latest status progress happening happened")
 # Calendar words are dates, not names (the date stage reads them).
 CALENDAR_WORDS = word_set(
     """
@@ -133,6 +136,12 @@ _CHAT_SPELLINGS: tuple[tuple[str, ...], ...] = (
     ("professor", "prof"),
     ("refrigerator", "fridge"),
     ("christmas", "xmas"),
+    ("people", "ppl"),
+    ("minutes", "mins"),
+    ("hours", "hrs"),
+    ("medication", "meds"),
+    ("veterinarian", "vet"),
+    ("instagram", "insta"),
 )
 
 

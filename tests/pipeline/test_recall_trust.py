@@ -143,9 +143,13 @@ async def test_a_query_with_no_content_returns_nothing_and_says_so(store, query)
 
 
 @pytest.mark.parametrize(
-    "query", ["2", "+1", "ack", "remind me", "show", "go", "go ahead", "ok, continue", "lgtm"]
+    "query",
+    [
+        *("2", "+1", "ack", "remind me", "show", "go", "go ahead", "ok, continue", "lgtm"),
+        *("any updates?", "what's new?", "status", "any news"),
+    ],
 )
-async def test_a_vote_an_option_a_bare_request_verb_or_go_on_returns_nothing(store, query):
+async def test_a_vote_an_option_a_bare_request_verb_go_on_or_news_returns_nothing(store, query):
     # each of these words is in memory: still nothing was asked for
     turns = [
         TurnInput(text, "Wren", "user", timestamp=f"2026-11-2{i}T10:00:00")
@@ -154,6 +158,7 @@ async def test_a_vote_an_option_a_bare_request_verb_or_go_on_returns_nothing(sto
                 "Option 2 is the cheaper ferry, option 1 the faster one.",
                 "Ack, remind me to show Ines the +1 on the booking.",
                 "We go ahead with the ferry unless the lgtm from Ines says otherwise; continue.",
+                "News: the new status page shows the latest update to the ferry times.",
             ]
         )
     ]
