@@ -255,7 +255,8 @@ class RankConfig(Section):
     # reply_credit x that passage's fused score.
     reply_credit: float = setting(1.0, at_least=0, at_most=1)
     # burst_credit: the other messages of a burst (passages.burst_seconds) rise to at least
-    # burst_credit x the fused score of its best-ranked message.
+    # burst_credit x the fused score of its best-ranked message (led by the one giving the
+    # kind of value the question asks for, when that one gives none).
     burst_credit: float = setting(1.0, at_least=0, at_most=1)
     # echo_discount: an assistant passage restating a user turn that is among the candidates
     # scores (1 - echo_discount) x its fused score.

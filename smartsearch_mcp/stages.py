@@ -112,6 +112,7 @@ ADJUSTMENTS: Mapping[str, AdjustmentSpec] = {
         AdjustmentSpec("echo_discount", "fusion", ("echo_discount",)),
         AdjustmentSpec("slice_discount", "fusion", ("slice_discount",)),
         AdjustmentSpec("time_range", "final"),
+        AdjustmentSpec("asked_value", "final"),
         AdjustmentSpec(
             "current_facts",
             "final",

@@ -14,8 +14,9 @@ Two signals use them: retrieval scores each message also by the words of its who
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from smartsearch_mcp.pipeline.fusion import with_lifted_scores
@@ -111,11 +112,20 @@ def add_burst_matches(
     return out
 
 
-def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list[Scored]:
+def credit_bursts(
+    scored: Sequence[Scored],
+    credit: float,
+    seconds: int,
+    gives_what_was_asked: Callable[[Passage], bool] | None = None,
+) -> list[Scored]:
     """Raise every passage of a burst to at least `credit` x the score (and confidence) of its
     best-ranked message, just below it (in their own order: "omg" / "we got the flat!!" /
     "3rd floor on Linden St", asked where the flat is, puts the street before the "omg"), and
     sort again, best first.
+    With `gives_what_was_asked` (whether a message gives the kind of value the question asks
+    for), a burst whose best message gives none but another does is led by the first that
+    does, with the best's score: asked when the keys come, "we got the flat!!" / "keys on
+    thursday" puts thursday first, the words of the question being in the one before it.
     Bursts are found among `scored` (see `burst_groups`); credit 0 returns the input
     unchanged."""
     if credit <= 0 or seconds <= 0 or len(scored) < 2:
@@ -128,19 +138,73 @@ def credit_bursts(scored: Sequence[Scored], credit: float, seconds: int) -> list
     raised = [item.score for item in scored]
     sure = [item.confidence for item in scored]
     order_key = [float(i) for i in range(len(scored))]
+    led: set[int] = set()  # the bursts led by another than their best-ranked message
+    if gives_what_was_asked is not None:
+        members: dict[int, list[int]] = {}
+        for index, group in enumerate(groups):
+            members.setdefault(group, []).append(index)
+        for group, top in list(best.items()):
+            lead = _first_giving(scored, members[group], gives_what_was_asked)
+            if lead is not None:
+                best[group], order_key[lead] = lead, float(top)
+                raised[lead] = max(raised[lead], scored[top].score)
+                if scored[top].confidence is not None:
+                    sure[lead] = max(sure[lead] or 0.0, scored[top].confidence or 0.0)
+                led.add(group)
     for index, group in enumerate(groups):
         leader = best[group]
         if leader == index:
             continue
-        lifted = credit * scored[leader].score
-        if lifted > raised[index]:
-            raised[index] = lifted
-            order_key[index] = leader + 0.5 + index * 1e-6  # in their own order
+        lifted = credit * raised[leader]
+        if lifted > raised[index] or (group in led and raised[index] >= raised[leader]):
+            raised[index] = max(raised[index], lifted)
+            order_key[index] = order_key[leader] + 0.5 + index * 1e-6  # in their own order
             # ...and as certain as the message that lifted it, so that truncation does not
             # stop at the burst's other messages ("ok" after "the concert moved to June 13")
-            if (certain := scored[leader].confidence) is not None:
+            if (certain := sure[leader]) is not None:
                 sure[index] = max(sure[index] or 0.0, credit * certain)
     return with_lifted_scores(scored, raised, sure, order_key)
+
+
+def _first_giving(
+    scored: Sequence[Scored], rows: Sequence[int], gives: Callable[[Passage], bool]
+) -> int | None:
+    """The first of a burst's messages (`rows`, best first) that gives what was asked, when
+    the best does not (None: it does, or none does, or it is alone)."""
+    if len(rows) < 2 or gives(scored[rows[0]].candidate.passage):
+        return None
+    return next((i for i in rows[1:] if gives(scored[i].candidate.passage)), None)
+
+
+def burst_units(scored: Sequence[Scored], seconds: int) -> list[list[int]]:
+    """Every burst of `scored` (see `burst_groups`; a passage alone is a burst of one), in
+    the order its best-ranked message comes, as the indexes of its messages, best first."""
+    groups = burst_groups([item.candidate.passage for item in scored], seconds, 10**9)
+    units: dict[int, list[int]] = {}
+    for index, group in enumerate(groups):
+        units.setdefault(group, []).append(index)
+    return list(units.values())
+
+
+def units_in_order(
+    scored: Sequence[Scored], units: Sequence[Sequence[int]], order: Sequence[int]
+) -> list[Scored]:
+    """`scored` with some of its bursts (`units`, see `burst_units`) put in `order` (indexes
+    of `units`): those that change places take the places their messages held, each burst's
+    messages together and in their order, each message with the score of its place; every
+    other passage keeps its place."""
+    traded = [k for at, k in enumerate(order) if k != at]
+    places = iter(sorted(i for k in traded for i in units[k]))
+    moving = set(traded)
+    out = list(scored)
+    for k in order:
+        if k not in moving:
+            continue
+        for i in units[k]:
+            at = next(places)
+            item, score = scored[i], scored[at].score
+            out[at] = item if item.score == score else dataclasses.replace(item, score=score)
+    return out
 
 
 def _whole_turns(passages: Sequence[Passage]) -> list[bool]:

@@ -79,7 +79,7 @@ class Scoring:
         if not candidates:
             return [], [], None
         rank = self.config.rank
-        context = Context(rank, self.config.passages.burst_seconds, trace=run.trace)
+        context = Context(rank, self.config.passages.burst_seconds, trace=run.trace, query=query)
         # Passages of the scope that are not candidates (at least: a streamed or indexed
         # corpus holds only some of them) calibrate the confidence as well.
         unseen = len(found.corpus.passages) - len(candidates)

@@ -52,13 +52,14 @@ _AMOUNT = re.compile(
 )
 _CLOCK = re.compile(r"\b\d{1,2}(?::\d{2})?\s?(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+(?:\.\d+)*")
+_WEEKDAY = re.compile(r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day\b", re.IGNORECASE)
 
 
 def values_of(text: str, stamp: str = "") -> dict[str, frozenset[str]]:
     """The values `text` gives, by kind: "date" (the days it names, read against `stamp`, the
-    turn's time), "amount", "clock" and "number" (the numbers outside amounts and times),
-    each normalised (lower case, no spaces or thousands commas). Kinds it gives none of are
-    left out."""
+    turn's time; else the days of the week it names), "amount", "clock" and "number" (the
+    numbers outside amounts and times), each normalised (lower case, no spaces or thousands
+    commas). Kinds it gives none of are left out."""
     found: dict[str, frozenset[str]] = {}
     rest = text
     for kind, pattern in (("amount", _AMOUNT), ("clock", _CLOCK)):
@@ -67,6 +68,8 @@ def values_of(text: str, stamp: str = "") -> dict[str, frozenset[str]]:
             found[kind] = frozenset(values)
             rest = pattern.sub(" ", rest)
     dates = {start[:10] for start, _ in text_date_bounds(text, stamp)}
+    if not dates:  # a day of the week alone ("keys on thursday") is a day too, unresolved
+        dates = {m.group().lower() for m in _WEEKDAY.finditer(text)}
     if dates:
         found["date"] = frozenset(dates)
     numbers = {m.group() for m in _NUMBER.finditer(rest.replace(",", ""))}

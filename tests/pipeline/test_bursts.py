@@ -10,7 +10,9 @@ from given_models import GivenModels
 from hypothesis import given
 from hypothesis import strategies as st
 
-from smartsearch_mcp.config import Config
+from smartsearch_mcp.config import Config, RankConfig
+from smartsearch_mcp.pipeline.adjust import Context
+from smartsearch_mcp.pipeline.adjust.bursts import burst_credit
 from smartsearch_mcp.pipeline.bursts import (
     burst_groups,
     burst_groups_grown,
@@ -113,6 +115,27 @@ def test_a_burst_message_lifted_by_its_best_is_as_certain_as_it() -> None:
     sure = {item.candidate.passage.turn.position: item.confidence for item in ranked}
     assert sure == {1: 0.8, 0: 0.4, 2: 0.4, 3: 0.4, 4: 0.3, 5: 0.2}
     assert [item.candidate.passage.turn.position for item in ranked] == [1, 3, 2, 0, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("question", "first"),
+    [
+        ("When do they get the keys?", 2),  # asks a day: "on thursday" leads
+        ("Whose flat is it?", 1),  # asks none: the best-matched message leads
+        ("What is the flat like?", 1),
+    ],
+)
+def test_a_burst_is_led_by_its_message_giving_the_kind_of_value_asked_for(
+    question: str, first: int
+) -> None:
+    scored = _scored(_passages(CHAT), [0.3, 0.9, 0.2, 0.5, 0.4, 0.1])
+    ranked = burst_credit(scored, Context(RankConfig(burst_credit=1.0), 300, query=question))
+    order = [item.candidate.passage.turn.position for item in ranked]
+    if first == 2:  # and "drinks friday?" leads "no way!! congrats"
+        assert order == [2, 1, 0, 4, 3, 5]
+    else:
+        assert order == [1, 0, 2, 3, 4, 5]
+    assert ranked[0].score == 0.9  # the burst keeps its best message's score
 
 
 @pytest.mark.anyio

@@ -5,11 +5,17 @@ Piran and a conversation coming back to a topic."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from datetime import datetime
 
+import numpy as np
 from factories import make_passage
 
+from smartsearch_mcp.config import RankConfig
 from smartsearch_mcp.output import format_recall, recall_output
-from smartsearch_mcp.pipeline.adjust.current import prefer_later_restatements
+from smartsearch_mcp.pipeline.adjust import Context
+from smartsearch_mcp.pipeline.adjust.current import current_facts, prefer_later_restatements
+from smartsearch_mcp.pipeline.analyze import analyze_query
 from smartsearch_mcp.pipeline.render import passage_line
 from smartsearch_mcp.pipeline.updates import (
     asked_value_kinds,
@@ -410,3 +416,56 @@ def test_a_value_replaced_outright_is_named_inside_a_path_and_only_in_its_clause
         out = prefer_later_restatements([job, replaced], SIMILAR, 0.45, needs_change=True,
                                         min_confidence=0.1, asked=asked)  # fmt: skip
         assert ids(out) == order, asked
+
+
+def test_a_burst_updates_and_is_updated_as_one() -> None:
+    # Ann proposes in one burst, changes the plan a day later in another: the change is said
+    # in one message ("cancelled"), the new place in the next, and neither alone is much
+    # like the message with the old place
+    def msg(turn_id: int, text: str, score: float, session: str, when: str, by: str = "Ann"):
+        passage = make_passage(
+            turn_id, text, session_id=session, timestamp=when, speaker=by, role="other"
+        )
+        return Scored(Candidate(passage, 1.0), score, confidence=score)
+
+    first = [
+        msg(1, "dinner friday?", 0.9, "s1", "2026-03-02T18:00:00"),
+        msg(2, "luigi's at 7", 0.9, "s1", "2026-03-02T18:00:10"),
+    ]
+    later = [
+        msg(3, "ugh luigi's cancelled us, private event", 0.6, "s2", "2026-03-03T09:00:00"),
+        msg(4, "thai place on 5th for dinner then? same time", 0.6, "s2", "2026-03-03T09:00:12"),
+    ]
+    alike = {frozenset({2, 3}): 0.8, frozenset({1, 4}): 0.5}  # "luigi's"; "dinner"
+
+    def similarity(items: Sequence[Scored]) -> np.ndarray:
+        turns = [s.candidate.passage.turn.id for s in items]
+        return np.array(
+            [[1.0 if a == b else alike.get(frozenset({a, b}), 0.1) for b in turns] for a in turns]
+        )
+
+    def ranked(burst_seconds: int) -> list[Scored]:
+        context = Context(
+            RankConfig(supersede=0.45, supersede_needs_change=True, supersede_same_speaker=True),
+            burst_seconds,
+            analyze_query("Where is dinner on friday?", None, datetime(2026, 3, 5)),
+            similarity,
+        )
+        return current_facts([*first, aside, *later], context)
+
+    # between them, a message of a burst (of Bo's) that nothing updates
+    aside = msg(5, "the wine list there is great", 0.7, "s1", "2026-03-02T18:01:00", by="Bo")
+    together = ranked(60)
+    # the later burst first, its messages together; Bo's message keeps its place
+    assert ids(together) == [3, 4, 5, 1, 2]
+    assert [s.score for s in together] == [0.9, 0.9, 0.7, 0.6, 0.6]
+    assert {s.candidate.passage.turn.id: s.superseded_by for s in together} == {
+        1: Successor(3, "2026-03-03T09:00:00"),
+        2: Successor(3, "2026-03-03T09:00:00"),
+        3: None,
+        4: None,
+        5: None,
+    }
+    # message by message, the cancellation updates the old place, but the new place says no
+    # change and is like nothing earlier: the old plan still comes first, the new one last
+    assert ids(ranked(0)) == [1, 3, 5, 2, 4]

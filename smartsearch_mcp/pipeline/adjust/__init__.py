@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from smartsearch_mcp.pipeline.adjust.asked_value import asked_value
 from smartsearch_mcp.pipeline.adjust.bursts import burst_credit
 from smartsearch_mcp.pipeline.adjust.context import Context
 from smartsearch_mcp.pipeline.adjust.current import current_facts
@@ -27,6 +28,7 @@ ADJUST: Mapping[str, Adjustment] = {
     "echo_discount": echo_discount,
     "slice_discount": slice_discount,
     "time_range": time_range,
+    "asked_value": asked_value,
     "current_facts": current_facts,
 }
 

@@ -19,11 +19,12 @@ if TYPE_CHECKING:
 @dataclass
 class Context:
     """One recall's settings and question, for its adjustments: `burst_seconds` is
-    passages.burst_seconds; `analysis` the question (None after a cascade's first pass: the
-    fusion stage does not read it); `similarity(passages)` the matrix of the passages'
-    bi-encoder similarities (None: the bi-encoder did not rank, and no adjustment may lean on
-    it); an adjustment's notes for the user go to `warnings`; `trace` records what each
-    adjustment did when the recall is explained (None: it is not)."""
+    passages.burst_seconds; `analysis` the question read (None at the fusion stage, which
+    reads only `query`, the question as asked; taken from `analysis` when not given);
+    `similarity(passages)` the matrix of the passages' bi-encoder similarities (None: the
+    bi-encoder did not rank, and no adjustment may lean on it); an adjustment's notes for the
+    user go to `warnings`; `trace` records what each adjustment did when the recall is
+    explained (None: it is not)."""
 
     rank: RankConfig
     burst_seconds: int = 0
@@ -31,3 +32,8 @@ class Context:
     similarity: Callable[[Sequence[Scored]], np.ndarray] | None = None
     warnings: list[str] = field(default_factory=list)
     trace: Tracer | None = None
+    query: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.query and self.analysis is not None:
+            self.query = self.analysis.query

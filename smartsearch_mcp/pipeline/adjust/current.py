@@ -4,10 +4,14 @@ replaced, a port changed) trades places with it, and the earlier says it was sup
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Collection, Sequence
 from typing import Any
 
+import numpy as np
+
 from smartsearch_mcp.pipeline.adjust.context import Context
+from smartsearch_mcp.pipeline.bursts import burst_units, units_in_order
 from smartsearch_mcp.pipeline.updates import (
     asked_value_kinds,
     clauses_naming,
@@ -34,6 +38,7 @@ def prefer_later_restatements(
     min_confidence: float = 0.5,
     asked: Collection[str] | None = None,
     value_kinds: Collection[str] | None = None,
+    texts: Sequence[str] | None = None,
 ) -> list[Scored]:
     """Current facts first: among the first `SUPERSEDE_WINDOW` passages, a turn said in a
     later session than a higher-ranked one about the same thing — similarity[i][j] (in the
@@ -61,6 +66,8 @@ def prefer_later_restatements(
     replaced, and replaces it wherever it was said.)
     Each passage of the window that a later one supersedes says so (`Scored.superseded_by`:
     the latest such turn), whichever of the two ranks first.
+    `texts` replaces what each passage says (default: its text; for a change said, its
+    turn's): a burst speaks as one (see `current_facts`).
     threshold <= 0 returns the input unchanged.
     """
     if threshold <= 0 or len(scored) < 2:
@@ -70,15 +77,18 @@ def prefer_later_restatements(
     replaced: dict[int, frozenset[str]] = {}
     decided: dict[tuple[int, int], bool] = {}
 
+    def text(k: int) -> str:
+        return texts[k] if texts is not None else scored[k].candidate.passage.text
+
     def values_at(k: int) -> dict[str, frozenset[str]]:
         if k not in values:
             passage = scored[k].candidate.passage
-            values[k] = values_of(passage.text, passage.turn.timestamp or "")
+            values[k] = values_of(text(k), passage.turn.timestamp or "")
         return values[k]
 
     def replaced_at(k: int) -> frozenset[str]:
         if k not in replaced:
-            replaced[k] = replaced_values(scored[k].candidate.passage.text)
+            replaced[k] = replaced_values(text(k))
         return replaced[k]
 
     def supersedes(j: int, i: int) -> bool:
@@ -94,7 +104,7 @@ def prefer_later_restatements(
         if gone:
             # said outright ("upgraded Python from 3.10 to 3.12"), by anyone, in any session,
             # and only of a turn that gives what was replaced
-            old_text = earlier.candidate.passage.text
+            old_text = text(i)
             if not names_a_replaced_value(gone, old_text):
                 return False
             # ...for a question about what the earlier gave there: the clause with the
@@ -124,7 +134,8 @@ def prefer_later_restatements(
                 values_at(j), values_at(i), value_kinds
             )
             if needs_change and not (
-                new_value or states_a_change(later.candidate.passage.turn.text)
+                new_value
+                or states_a_change(texts[j] if texts else later.candidate.passage.turn.text)
             ):
                 return False
             # A turn that says several things is updated, for a question, only in what the
@@ -133,12 +144,10 @@ def prefer_later_restatements(
             # of the backup job's description, asked which bucket the job writes to)
             asked_for = bool(value_kinds) and new_value
             if not (asked is None or asked_for) and not keeps_to_what_was_asked(
-                later.candidate.passage.text, earlier.candidate.passage.text, asked
+                text(j), text(i), asked
             ):
                 return False
-        return asked is None or shares_a_subject(
-            later.candidate.passage.text, earlier.candidate.passage.text, asked
-        )
+        return asked is None or shares_a_subject(text(j), text(i), asked)
 
     order = list(range(len(scored)))
     scores = [item.score for item in scored]
@@ -240,17 +249,63 @@ def _later_and_sure(later: Scored, earlier: Scored, min_confidence: float) -> bo
 def current_facts(scored: list[Scored], context: Context) -> list[Scored]:
     """`prefer_later_restatements` with the rank.supersede* settings: similarity is the
     bi-encoder's, so nothing moves without its vectors, and the later turn must be about what
-    the earlier says (`updates.shares_a_subject`)."""
+    the earlier says (`updates.shares_a_subject`).
+    A burst (`pipeline.bursts`: "luigi's cancelled us" / "thai place on 5th then?") says
+    one thing in several messages, so it updates and is updated as one: its joined text is
+    what it says, its similarity to another burst that of their messages' summed vectors, and
+    its messages move together, led by its best-ranked one: bursts that trade places take
+    the places their messages held (each message the score of its place)."""
     if context.similarity is None or context.analysis is None or not scored:
         return scored
     rank, analysis = context.rank, context.analysis
-    return prefer_later_restatements(
-        scored,
-        context.similarity(scored[:SUPERSEDE_WINDOW]),
-        rank.supersede,
-        rank.supersede_needs_change,
-        rank.supersede_same_speaker,
-        rank.supersede_confidence,
-        asked={light_stem(term.term) for term in analysis.terms},
-        value_kinds=asked_value_kinds(analysis.query),
-    )
+    similarity = context.similarity
+
+    def prefer(items: Sequence[Scored], matrix: Any, texts: Sequence[str] | None) -> list[Scored]:
+        return prefer_later_restatements(
+            items,
+            matrix,
+            rank.supersede,
+            rank.supersede_needs_change,
+            rank.supersede_same_speaker,
+            rank.supersede_confidence,
+            asked={light_stem(term.term) for term in analysis.terms},
+            value_kinds=asked_value_kinds(analysis.query),
+            texts=texts,
+        )
+
+    # the bursts with a message among the first passages: the reach of a message alone
+    units = [u for u in burst_units(scored, context.burst_seconds) if u[0] < SUPERSEDE_WINDOW]
+    if all(len(unit) == 1 for unit in units):
+        return prefer(scored, similarity(scored[:SUPERSEDE_WINDOW]), None)
+    members = [i for unit in units for i in unit]
+    alike = similarity([scored[i] for i in members])
+    starts = list(itertools.accumulate((len(unit) for unit in units), initial=0))
+    # the cosine of the bursts' summed message vectors, from the messages' similarities
+    blocks = [
+        [float(alike[a:b, c:d].sum()) for c, d in itertools.pairwise(starts)]
+        for a, b in itertools.pairwise(starts)
+    ]
+    norms = np.sqrt(np.maximum([blocks[k][k] for k in range(len(units))], 1e-12))
+    matrix = np.array(blocks) / np.outer(norms, norms)
+    texts = [
+        "\n".join(
+            scored[i].candidate.passage.text
+            for i in sorted(unit, key=lambda i: scored[i].candidate.passage.turn.position)
+        )
+        for unit in units
+    ]
+    moved = prefer([scored[unit[0]] for unit in units], matrix, texts)
+    at = {scored[unit[0]].candidate.passage.key: k for k, unit in enumerate(units)}
+    out = units_in_order(scored, units, [at[led.candidate.passage.key] for led in moved])
+    successor = {
+        scored[i].candidate.passage.key: led.superseded_by
+        for led in moved
+        if led.superseded_by is not None
+        for i in units[at[led.candidate.passage.key]]
+    }
+    return [
+        dataclasses.replace(item, superseded_by=successor[key])
+        if (key := item.candidate.passage.key) in successor and item.superseded_by != successor[key]
+        else item
+        for item in out
+    ]
