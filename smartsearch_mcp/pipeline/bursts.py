@@ -130,39 +130,30 @@ def credit_bursts(
     unchanged."""
     if credit <= 0 or seconds <= 0 or len(scored) < 2:
         return list(scored)
-    passages = [item.candidate.passage for item in scored]
-    groups = burst_groups(passages, seconds, max_words=10**9)
-    best: dict[int, int] = {}
-    for index, group in enumerate(groups):
-        best.setdefault(group, index)  # `scored` is best first
     raised = [item.score for item in scored]
     sure = [item.confidence for item in scored]
     order_key = [float(i) for i in range(len(scored))]
-    led: set[int] = set()  # the bursts led by another than their best-ranked message
-    if gives_what_was_asked is not None:
-        members: dict[int, list[int]] = {}
-        for index, group in enumerate(groups):
-            members.setdefault(group, []).append(index)
-        for group, top in list(best.items()):
-            lead = _first_giving(scored, members[group], gives_what_was_asked)
+    for unit in burst_units(scored, seconds):
+        top = leader = unit[0]  # `scored` is best first
+        if gives_what_was_asked is not None:
+            lead = _first_giving(scored, unit, gives_what_was_asked)
             if lead is not None:
-                best[group], order_key[lead] = lead, float(top)
+                leader, order_key[lead] = lead, float(top)
                 raised[lead] = max(raised[lead], scored[top].score)
                 if scored[top].confidence is not None:
                     sure[lead] = max(sure[lead] or 0.0, scored[top].confidence or 0.0)
-                led.add(group)
-    for index, group in enumerate(groups):
-        leader = best[group]
-        if leader == index:
-            continue
-        lifted = credit * raised[leader]
-        if lifted > raised[index] or (group in led and raised[index] >= raised[leader]):
-            raised[index] = max(raised[index], lifted)
-            order_key[index] = order_key[leader] + 0.5 + index * 1e-6  # in their own order
-            # ...and as certain as the message that lifted it, so that truncation does not
-            # stop at the burst's other messages ("ok" after "the concert moved to June 13")
-            if (certain := sure[leader]) is not None:
-                sure[index] = max(sure[index] or 0.0, credit * certain)
+        for index in unit:
+            if index == leader:
+                continue
+            lifted = credit * raised[leader]
+            if lifted > raised[index] or (leader != top and raised[index] >= raised[leader]):
+                raised[index] = max(raised[index], lifted)
+                order_key[index] = order_key[leader] + 0.5 + index * 1e-6  # in their own order
+                # ...and as certain as the message that lifted it, so that truncation does
+                # not stop at the burst's other messages ("ok" after "the concert moved to
+                # June 13")
+                if (certain := sure[leader]) is not None:
+                    sure[index] = max(sure[index] or 0.0, credit * certain)
     return with_lifted_scores(scored, raised, sure, order_key)
 
 

@@ -22,6 +22,7 @@ from smartsearch_mcp.pipeline.words import (
     light_stem,
     word_set,
 )
+from smartsearch_mcp.types import Passage
 
 # A change reported as done: a verb of change in the past tense or participle ("moved to",
 # "we switched", "got cancelled") or an adverb of replacement. Base forms and nouns are left
@@ -76,6 +77,12 @@ def values_of(text: str, stamp: str = "") -> dict[str, frozenset[str]]:
     if numbers:
         found["number"] = frozenset(numbers)
     return found
+
+
+def gives_a_value_of(passage: Passage, kinds: Collection[str]) -> bool:
+    """Whether `passage` gives a value (`values_of`, read against its turn's time) of one of
+    `kinds`."""
+    return not frozenset(kinds).isdisjoint(values_of(passage.text, passage.turn.timestamp or ""))
 
 
 def _normal(value: str) -> str:

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 
 from smartsearch_mcp.pipeline.adjust.context import Context
 from smartsearch_mcp.pipeline.bursts import burst_units, units_in_order
-from smartsearch_mcp.pipeline.updates import asked_value_kinds, values_of
+from smartsearch_mcp.pipeline.updates import asked_value_kinds, gives_a_value_of
 from smartsearch_mcp.types import Scored
 
 # Only the best few trade places: further down, a passage that merely names a date is no
@@ -33,14 +33,9 @@ def prefer_asked_values(
     any of its messages gives, and moves whole."""
     if not kinds or len(scored) < 2:
         return list(scored)
-    wanted = frozenset(kinds)
     units = burst_units(scored, burst_seconds)[:ASKED_VALUE_WINDOW]
     gives = [
-        any(
-            not wanted.isdisjoint(values_of(passage.text, passage.turn.timestamp or ""))
-            for passage in (scored[i].candidate.passage for i in unit)
-        )
-        for unit in units
+        any(gives_a_value_of(scored[i].candidate.passage, kinds) for i in unit) for unit in units
     ]
     if all(gives) or not any(gives):
         return list(scored)

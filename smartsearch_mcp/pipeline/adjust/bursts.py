@@ -4,11 +4,12 @@ gives the kind of value the question asks for, when one does."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from smartsearch_mcp.pipeline.adjust.context import Context
 from smartsearch_mcp.pipeline.bursts import credit_bursts
-from smartsearch_mcp.pipeline.updates import asked_value_kinds, values_of
+from smartsearch_mcp.pipeline.updates import asked_value_kinds, gives_a_value_of
 from smartsearch_mcp.types import Passage, Scored
 
 
@@ -22,10 +23,4 @@ def _gives_what_was_asked(context: Context) -> Callable[[Passage], bool] | None:
     """Whether a passage gives a value of a kind the question asks for (a date or time asked
     "when", a number asked "how many"); None when the question asks for none."""
     kinds = asked_value_kinds(context.query)
-    if not kinds:
-        return None
-
-    def gives(passage: Passage) -> bool:
-        return not kinds.isdisjoint(values_of(passage.text, passage.turn.timestamp or ""))
-
-    return gives
+    return functools.partial(gives_a_value_of, kinds=kinds) if kinds else None

@@ -135,7 +135,9 @@ def prefer_later_restatements(
             )
             if needs_change and not (
                 new_value
-                or states_a_change(texts[j] if texts else later.candidate.passage.turn.text)
+                or states_a_change(
+                    texts[j] if texts is not None else later.candidate.passage.turn.text
+                )
             ):
                 return False
             # A turn that says several things is updated, for a question, only in what the
